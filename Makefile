@@ -1,0 +1,34 @@
+# kvroute: top-level build.  `make test` and `make demo` work on a fresh
+# Debian 12 machine as root: they install what is missing first.
+#
+# Pieces of the build live in mk/*.mk, one concern per file; each may add
+# its test target to TEST_TARGETS.
+
+SHELL        := /bin/bash
+TOP          := $(CURDIR)
+BUILD        := $(TOP)/build
+NGINX        ?= /usr/sbin/nginx
+MODULE_SO    := $(BUILD)/ngx_http_kvroute_module.so
+
+CC           ?= cc
+KVR_CFLAGS   := -O2 -g -Wall -Wextra -Werror -std=gnu99 -I$(TOP)/src
+KVR_LIBS     := -ljansson -lxxhash
+
+TEST_TARGETS :=
+
+.PHONY: all deps module tools test demo bench clean
+
+all: module tools
+
+include mk/deps.mk
+include mk/module.mk
+include mk/unit.mk
+include mk/nginx-tests.mk
+-include mk/bench.mk
+-include mk/tokenizer.mk
+
+test: deps all
+	$(MAKE) --no-print-directory $(TEST_TARGETS)
+
+clean:
+	rm -rf $(BUILD) t/servroot*

@@ -1,0 +1,24 @@
+# Builds the dynamic module against Debian's nginx-dev tree with Debian's
+# own configure flags (nginx-notes.md 4.2), so that load_module works with
+# /usr/sbin/nginx.  Configure runs once; `make module` then only compiles.
+
+NGX_SRC      := /usr/share/nginx/src
+MODULE_DEPS  := config ngx_http_kvroute_module.c $(wildcard src/*.c src/*.h)
+
+module: $(MODULE_SO)
+
+$(BUILD)/Makefile: config
+	@mkdir -p $(BUILD)
+	export SRC=$(TOP) BUILD=$(BUILD); cd $(NGX_SRC) && \
+	bash -c '. ./conf_flags && ./configure \
+	  --with-cc-opt="$$(dpkg-buildflags --get CFLAGS) -fPIC $$(dpkg-buildflags --get CPPFLAGS) $(KVR_EXTRA_CFLAGS)" \
+	  --with-ld-opt="$$(dpkg-buildflags --get LDFLAGS) -fPIC $(KVR_EXTRA_LDFLAGS)" \
+	  "$${NGX_CONF_FLAGS[@]}" \
+	  --add-dynamic-module="$$SRC" --builddir="$$BUILD"' > $(BUILD)/configure.log 2>&1 \
+	  || { tail -30 $(BUILD)/configure.log; exit 1; }
+
+$(MODULE_SO): $(BUILD)/Makefile $(MODULE_DEPS)
+	$(MAKE) -f $(BUILD)/Makefile -C $(NGX_SRC) modules
+	printf 'load_module %s;\nevents{}\n' $(MODULE_SO) > $(BUILD)/loadtest.conf
+	$(NGINX) -g "error_log /dev/null; pid /dev/null;" -t -q \
+	    -c $(BUILD)/loadtest.conf

@@ -1,0 +1,49 @@
+/*
+ * Copyright (C) kvroute developers
+ *
+ * Block keys: chained 64-bit hashes over fixed-size blocks of a prompt.
+ * Plain C, no nginx types.
+ *
+ * The scheme follows NVIDIA Dynamo's (routers.md A.2) so that token blocks
+ * are interchangeable with Dynamo's:
+ *   block[i] = XXH3_64(bytes of block i, seed)
+ *   seq[0]   = block[0]
+ *   seq[i]   = XXH3_64(le64(seq[i-1]) || le64(block[i]), KVR_HASH_SEED)
+ *   seed     = KVR_HASH_SEED + XXH3_64(lora, 0) + XXH3_64(salt, 1)
+ *              (each term only when present; additions wrap)
+ * Partial tail blocks are dropped.
+ */
+
+#ifndef _KVR_HASH_H_INCLUDED_
+#define _KVR_HASH_H_INCLUDED_
+
+
+#include <stddef.h>
+#include <stdint.h>
+
+
+#define KVR_HASH_SEED  1337
+
+
+/* seed for a request: lora and salt may be NULL (absent) */
+uint64_t kvr_hash_seed(const char *lora, size_t lora_len, const char *salt,
+    size_t salt_len);
+
+uint64_t kvr_hash_chain(uint64_t parent, uint64_t block);
+
+/*
+ * Text keys: data cut into chunk_bytes-sized chunks, each hashed with seed,
+ * chained.  Writes at most max_out sequence hashes; returns how many.
+ */
+size_t kvr_hash_text_blocks(const void *data, size_t len, size_t chunk_bytes,
+    uint64_t seed, uint64_t *out, size_t max_out);
+
+/*
+ * Token keys: ids cut into block_size-token blocks, each block hashed as
+ * little-endian u32 bytes with seed, chained.
+ */
+size_t kvr_hash_token_blocks(const uint32_t *ids, size_t n, size_t block_size,
+    uint64_t seed, uint64_t *out, size_t max_out);
+
+
+#endif /* _KVR_HASH_H_INCLUDED_ */

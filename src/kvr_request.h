@@ -1,0 +1,78 @@
+/*
+ * Copyright (C) kvroute developers
+ *
+ * Request understanding: an OpenAI /v1/completions or /v1/chat/completions
+ * JSON body turned into the prompt that decides routing.  Plain C (jansson),
+ * no nginx types.
+ */
+
+#ifndef _KVR_REQUEST_H_INCLUDED_
+#define _KVR_REQUEST_H_INCLUDED_
+
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+
+typedef enum {
+    KVR_ENDPOINT_COMPLETIONS = 0,
+    KVR_ENDPOINT_CHAT
+} kvr_endpoint_e;
+
+
+/* why a body could not be used; KVR_PARSE_OK when it could */
+typedef enum {
+    KVR_PARSE_OK = 0,
+    KVR_PARSE_NOT_JSON,         /* syntax error, truncated, too deep */
+    KVR_PARSE_INVALID_UTF8,
+    KVR_PARSE_NOT_OBJECT,       /* top level is not an object */
+    KVR_PARSE_NO_PROMPT,        /* prompt / messages missing or wrong type */
+    KVR_PARSE_EMPTY_PROMPT,     /* present but renders to nothing */
+    KVR_PARSE_TOO_LARGE,        /* rendered prompt exceeds max_prompt */
+    KVR_PARSE_NO_MEMORY
+} kvr_parse_status_e;
+
+
+typedef struct {
+    json_t           *root;          /* parsed body, owned; NULL if none */
+
+    /*
+     * Exactly one of text / ids is set on KVR_PARSE_OK.
+     * text: the canonical rendering of the prompt (malloc'ed, owned);
+     * ids: token ids given by the client (malloc'ed, owned).
+     */
+    char             *text;
+    size_t            text_len;
+    uint32_t         *ids;
+    size_t            n_ids;
+
+    /* borrowed from root, NUL-terminated; NULL when absent */
+    const char       *model;
+    size_t            model_len;
+    const char       *cache_salt;
+    size_t            cache_salt_len;
+
+    /* true when "stream": true */
+    unsigned          stream:1;
+} kvr_request_t;
+
+
+/*
+ * Parses body (len bytes, not NUL-terminated).  max_prompt bounds the
+ * rendered text in bytes (and ids * 4).  On any status the caller must call
+ * kvr_request_free().
+ */
+kvr_parse_status_e kvr_request_parse(kvr_request_t *req, kvr_endpoint_e ep,
+    const char *body, size_t len, size_t max_prompt);
+
+void kvr_request_free(kvr_request_t *req);
+
+/* short stable name of a status for logs and variables, e.g. "not-json" */
+const char *kvr_parse_status_name(kvr_parse_status_e status);
+
+/* endpoint from a URI path ending; returns -1 when not an inference path */
+int kvr_endpoint_from_path(const char *path, size_t len);
+
+
+#endif /* _KVR_REQUEST_H_INCLUDED_ */
