@@ -1,0 +1,176 @@
+/*
+ * Copyright (C) kvroute developers
+ *
+ * Block keys (scheme in kvr_hash.h): XXH3-64 per block, chained with
+ * seed KVR_HASH_SEED.
+ */
+
+/* the XXH3 state on the stack (portable path) needs its definition */
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
+
+#include "kvr_hash.h"
+
+
+/* token ids converted to little-endian bytes per round on big-endian hosts */
+#define KVR_HASH_CONV_IDS  64
+
+
+static void
+kvr_hash_put_le64(unsigned char *p, uint64_t v)
+{
+    unsigned  i;
+
+    for (i = 0; i < 8; i++) {
+        p[i] = (unsigned char) (v >> (8 * i));
+    }
+}
+
+
+static uint64_t
+kvr_hash_ids_le(const uint32_t *ids, size_t n, uint64_t seed)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ \
+    && !defined(KVR_HASH_FORCE_PORTABLE)
+
+    /* the in-memory layout already is the little-endian byte string */
+    return XXH3_64bits_withSeed(ids, n * sizeof(uint32_t), seed);
+
+#else
+
+    /*
+     * portable path: convert a bounded piece at a time and stream it,
+     * streaming XXH3 gives the same value as the one-shot call
+     */
+    size_t          i, k, piece;
+    uint64_t        hash;
+    XXH3_state_t    state;
+    unsigned char   buf[KVR_HASH_CONV_IDS * 4];
+
+    if (n <= KVR_HASH_CONV_IDS) {
+        for (i = 0; i < n; i++) {
+            buf[4 * i] = (unsigned char) ids[i];
+            buf[4 * i + 1] = (unsigned char) (ids[i] >> 8);
+            buf[4 * i + 2] = (unsigned char) (ids[i] >> 16);
+            buf[4 * i + 3] = (unsigned char) (ids[i] >> 24);
+        }
+
+        return XXH3_64bits_withSeed(buf, n * 4, seed);
+    }
+
+    XXH3_INITSTATE(&state);
+    (void) XXH3_64bits_reset_withSeed(&state, seed);
+
+    for (i = 0; i < n; i += piece) {
+        piece = n - i < KVR_HASH_CONV_IDS ? n - i : KVR_HASH_CONV_IDS;
+
+        for (k = 0; k < piece; k++) {
+            buf[4 * k] = (unsigned char) ids[i + k];
+            buf[4 * k + 1] = (unsigned char) (ids[i + k] >> 8);
+            buf[4 * k + 2] = (unsigned char) (ids[i + k] >> 16);
+            buf[4 * k + 3] = (unsigned char) (ids[i + k] >> 24);
+        }
+
+        (void) XXH3_64bits_update(&state, buf, piece * 4);
+    }
+
+    hash = XXH3_64bits_digest(&state);
+
+    return hash;
+
+#endif
+}
+
+
+uint64_t
+kvr_hash_seed(const char *lora, size_t lora_len, const char *salt,
+    size_t salt_len)
+{
+    uint64_t  seed;
+
+    seed = KVR_HASH_SEED;
+
+    /* unsigned additions wrap, as in dynamo */
+    if (lora != NULL) {
+        seed += XXH3_64bits_withSeed(lora, lora_len, 0);
+    }
+
+    if (salt != NULL) {
+        seed += XXH3_64bits_withSeed(salt, salt_len, 1);
+    }
+
+    return seed;
+}
+
+
+uint64_t
+kvr_hash_chain(uint64_t parent, uint64_t block)
+{
+    unsigned char  buf[16];
+
+    kvr_hash_put_le64(buf, parent);
+    kvr_hash_put_le64(buf + 8, block);
+
+    return XXH3_64bits_withSeed(buf, sizeof(buf), KVR_HASH_SEED);
+}
+
+
+size_t
+kvr_hash_text_blocks(const void *data, size_t len, size_t chunk_bytes,
+    uint64_t seed, uint64_t *out, size_t max_out)
+{
+    size_t                i, n;
+    uint64_t              block, seq;
+    const unsigned char  *p;
+
+    if (chunk_bytes == 0 || data == NULL) {
+        return 0;
+    }
+
+    /* full chunks only: a partial tail is dropped */
+    n = len / chunk_bytes;
+
+    if (n > max_out) {
+        n = max_out;
+    }
+
+    p = data;
+    seq = 0;
+
+    for (i = 0; i < n; i++) {
+        block = XXH3_64bits_withSeed(p + i * chunk_bytes, chunk_bytes, seed);
+        seq = (i == 0) ? block : kvr_hash_chain(seq, block);
+        out[i] = seq;
+    }
+
+    return n;
+}
+
+
+size_t
+kvr_hash_token_blocks(const uint32_t *ids, size_t n, size_t block_size,
+    uint64_t seed, uint64_t *out, size_t max_out)
+{
+    size_t    i, nblocks;
+    uint64_t  block, seq;
+
+    if (block_size == 0 || ids == NULL) {
+        return 0;
+    }
+
+    nblocks = n / block_size;
+
+    if (nblocks > max_out) {
+        nblocks = max_out;
+    }
+
+    seq = 0;
+
+    for (i = 0; i < nblocks; i++) {
+        block = kvr_hash_ids_le(ids + i * block_size, block_size, seed);
+        seq = (i == 0) ? block : kvr_hash_chain(seq, block);
+        out[i] = seq;
+    }
+
+    return nblocks;
+}

@@ -1,0 +1,353 @@
+/*
+ * Copyright (C) kvroute developers
+ *
+ * Block keys: fixed vectors from a separate XXH3 build, chains recomputed
+ * step by step with direct XXH3 calls, prefix property, seed separation,
+ * tail dropping and output bounds.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "kvr_hash.h"
+#include "tap.h"
+
+
+#define BS      16
+#define NBLK    8
+
+
+/* little-endian encodings written out without relying on host order */
+static void
+put_le32(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char) v;
+    p[1] = (unsigned char) (v >> 8);
+    p[2] = (unsigned char) (v >> 16);
+    p[3] = (unsigned char) (v >> 24);
+}
+
+
+static void
+put_le64(unsigned char *p, uint64_t v)
+{
+    int  i;
+
+    for (i = 0; i < 8; i++) {
+        p[i] = (unsigned char) (v >> (8 * i));
+    }
+}
+
+
+/* the reference chain: block hashes then seq[i] = h(le64 prev, le64 blk) */
+static size_t
+ref_token_chain(const uint32_t *ids, size_t n, size_t bs, uint64_t seed,
+    uint64_t *out)
+{
+    size_t          i, k, nb;
+    uint64_t        blk, prev;
+    unsigned char   bytes[4 * 256], pair[16];
+
+    if (bs == 0 || bs > 256) {
+        return 0;
+    }
+
+    nb = n / bs;
+    prev = 0;
+
+    for (i = 0; i < nb; i++) {
+        for (k = 0; k < bs; k++) {
+            put_le32(bytes + 4 * k, ids[i * bs + k]);
+        }
+
+        blk = XXH3_64bits_withSeed(bytes, 4 * bs, seed);
+
+        if (i == 0) {
+            prev = blk;
+
+        } else {
+            put_le64(pair, prev);
+            put_le64(pair + 8, blk);
+            prev = XXH3_64bits_withSeed(pair, 16, 1337);
+        }
+
+        out[i] = prev;
+    }
+
+    return nb;
+}
+
+
+static int
+all_equal(const uint64_t *a, const uint64_t *b, size_t n)
+{
+    size_t  i;
+
+    for (i = 0; i < n; i++) {
+        if (a[i] != b[i]) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+static int
+all_differ(const uint64_t *a, const uint64_t *b, size_t n)
+{
+    size_t  i;
+
+    for (i = 0; i < n; i++) {
+        if (a[i] == b[i]) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+/*
+ * Vectors computed outside this code base: a small node.js script using
+ * the npm package hash-wasm 4.13.0 (its own XXH3 build) with the scheme of
+ * routers.md A.2 written out in JS: block = xxhash3(le u32 bytes, seed),
+ * seq = xxhash3(le64 prev || le64 block, 1337), seed = 1337 +
+ * xxhash3("my-lora", 0) + xxhash3("tenant-a", 1) mod 2^64.
+ */
+static void
+test_fixed_vectors(void)
+{
+    size_t     i, n;
+    uint32_t   ids[13];
+    uint64_t   seed, out[8];
+
+    static const char      *fox = "The quick brown fox jumps over the lazy dog";
+    static const uint64_t   tok1337[3] = {
+        0xa1e4428d0233f5cdULL, 0xa6f9ae110a5cd471ULL, 0xe93f97450e560bf0ULL
+    };
+    static const uint64_t   tok_seeded[3] = {
+        0xf7c1d85fa121ae2dULL, 0x14125fe97a99f5d5ULL, 0x7fad0a4d4b04fa61ULL
+    };
+    static const uint64_t   text1337[5] = {
+        0x16ea515582f9c34fULL, 0x0a45ccc80d1bfd74ULL, 0xf9e536060c47aa20ULL,
+        0xc4d5f04d7ac8db10ULL, 0x732f5cc1c9fa863dULL
+    };
+
+    for (i = 0; i < 13; i++) {
+        ids[i] = (uint32_t) (i * 0x01020304u + 7);
+    }
+
+    ids[5] = 0xffffffffu;
+
+    n = kvr_hash_token_blocks(ids, 13, 4, KVR_HASH_SEED, out, 8);
+    tap_is(n, 3, "fixed: 13 ids, block 4 -> 3 blocks");
+    tap_ok(all_equal(out, tok1337, 3), "fixed: token chain, seed 1337");
+
+    seed = kvr_hash_seed("my-lora", 7, "tenant-a", 8);
+    tap_ok(seed == 0xcd0d78268611495aULL, "fixed: seed with lora and salt");
+
+    n = kvr_hash_token_blocks(ids, 13, 4, seed, out, 8);
+    tap_is(n, 3, "fixed: seeded, 3 blocks");
+    tap_ok(all_equal(out, tok_seeded, 3), "fixed: token chain, lora+salt");
+
+    tap_ok(kvr_hash_seed(NULL, 0, "", 0) == 0x4dc5b0cc826f6c3cULL,
+           "fixed: empty salt counts as present");
+
+    n = kvr_hash_text_blocks(fox, strlen(fox), 8, KVR_HASH_SEED, out, 8);
+    tap_is(n, 5, "fixed: 43 bytes in 8-byte chunks -> 5");
+    tap_ok(all_equal(out, text1337, 5), "fixed: text chain");
+}
+
+
+static void
+test_step_by_step(uint32_t *ids, size_t n)
+{
+    size_t          got, want;
+    uint64_t        seed, a[NBLK], b[NBLK], lh, sh;
+    unsigned char   pair[16];
+
+    got = kvr_hash_token_blocks(ids, n, BS, KVR_HASH_SEED, a, NBLK);
+    want = ref_token_chain(ids, n, BS, KVR_HASH_SEED, b);
+    tap_ok(got == NBLK && want == NBLK, "step: block count");
+    tap_ok(all_equal(a, b, want), "step: chain equals direct XXH3 calls");
+
+    /* a block larger than any internal conversion buffer */
+    got = kvr_hash_token_blocks(ids, n, 130, KVR_HASH_SEED, a, NBLK);
+    want = ref_token_chain(ids, n, 130, KVR_HASH_SEED, b);
+    tap_ok(got == 1 && want == 1 && a[0] == b[0], "step: 130-token block");
+
+    lh = XXH3_64bits_withSeed("adapter-x", 9, 0);
+    sh = XXH3_64bits_withSeed("ns", 2, 1);
+    seed = kvr_hash_seed("adapter-x", 9, "ns", 2);
+    tap_ok(seed == (uint64_t) 1337 + lh + sh, "step: seed = 1337+lora+salt");
+    tap_ok(kvr_hash_seed(NULL, 0, NULL, 0) == 1337, "step: bare seed 1337");
+    tap_ok(kvr_hash_seed("adapter-x", 9, NULL, 0) == 1337 + lh,
+           "step: lora only");
+    tap_ok(kvr_hash_seed(NULL, 0, "ns", 2) == 1337 + sh, "step: salt only");
+
+    got = kvr_hash_token_blocks(ids, n, BS, seed, a, NBLK);
+    want = ref_token_chain(ids, n, BS, seed, b);
+    tap_ok(got == NBLK && want == NBLK && all_equal(a, b, NBLK),
+           "step: seeded chain");
+
+    put_le64(pair, 0x0102030405060708ULL);
+    put_le64(pair + 8, 0xf0e0d0c0b0a09080ULL);
+    tap_ok(kvr_hash_chain(0x0102030405060708ULL, 0xf0e0d0c0b0a09080ULL)
+           == XXH3_64bits_withSeed(pair, 16, 1337), "step: chain of two");
+}
+
+
+static void
+test_prefix(uint32_t *ids, size_t n)
+{
+    size_t     k, na, nb;
+    uint32_t  *other;
+    uint64_t   a[NBLK], b[NBLK];
+
+    other = malloc(n * sizeof(uint32_t));
+    if (other == NULL) {
+        tap_ok(0, "prefix: malloc");
+        return;
+    }
+
+    na = kvr_hash_token_blocks(ids, n, BS, KVR_HASH_SEED, a, NBLK);
+
+    for (k = 0; k < NBLK; k++) {
+        memcpy(other, ids, n * sizeof(uint32_t));
+        /* one token of block k changes: the last one of the block */
+        other[k * BS + BS - 1] ^= 0x40;
+
+        nb = kvr_hash_token_blocks(other, n, BS, KVR_HASH_SEED, b, NBLK);
+
+        tap_ok(na == nb && all_equal(a, b, k) && all_differ(a + k, b + k,
+                                                            na - k),
+               "prefix: sharing %zu blocks shares exactly %zu hashes", k, k);
+    }
+
+    free(other);
+}
+
+
+static void
+test_seed_separation(uint32_t *ids, size_t n)
+{
+    size_t    i;
+    uint64_t  plain[NBLK], v[5][NBLK], seeds[5];
+
+    seeds[0] = kvr_hash_seed("lora-a", 6, NULL, 0);
+    seeds[1] = kvr_hash_seed("lora-b", 6, NULL, 0);
+    seeds[2] = kvr_hash_seed(NULL, 0, "lora-a", 6);
+    seeds[3] = kvr_hash_seed("", 0, NULL, 0);
+    seeds[4] = kvr_hash_seed("lora-a", 6, "s", 1);
+
+    kvr_hash_token_blocks(ids, n, BS, KVR_HASH_SEED, plain, NBLK);
+
+    for (i = 0; i < 5; i++) {
+        kvr_hash_token_blocks(ids, n, BS, seeds[i], v[i], NBLK);
+        tap_ok(all_differ(plain, v[i], NBLK),
+               "seed: variant %zu changes every hash", i);
+    }
+
+    tap_ok(all_differ(v[0], v[1], NBLK), "seed: two loras differ");
+    tap_ok(all_differ(v[0], v[2], NBLK), "seed: same name lora vs salt");
+    tap_ok(all_differ(v[0], v[4], NBLK), "seed: adding a salt to a lora");
+}
+
+
+static void
+test_bounds(uint32_t *ids, size_t n)
+{
+    size_t          i, got;
+    uint64_t        full[NBLK], out[NBLK + 2];
+    unsigned char  *bytes;
+
+    kvr_hash_token_blocks(ids, NBLK * BS, BS, 7, full, NBLK);
+
+    /* partial tail: NBLK-1 full blocks plus BS-1 tokens */
+    got = kvr_hash_token_blocks(ids, (NBLK - 1) * BS + BS - 1, BS, 7, out,
+                                NBLK + 2);
+    tap_is(got, NBLK - 1, "tail: partial token block dropped");
+    tap_ok(all_equal(out, full, NBLK - 1), "tail: full blocks unchanged");
+
+    got = kvr_hash_token_blocks(ids, BS - 1, BS, 7, out, NBLK);
+    tap_is(got, 0, "tail: less than one block -> 0");
+
+    for (i = 0; i < NBLK + 2; i++) {
+        out[i] = 0x5a5a5a5a5a5a5a5aULL;
+    }
+
+    got = kvr_hash_token_blocks(ids, n, BS, 7, out, 3);
+    tap_is(got, 3, "max_out: token count capped");
+    tap_ok(all_equal(out, full, 3) && out[3] == 0x5a5a5a5a5a5a5a5aULL,
+           "max_out: token writes stop at max_out");
+
+    tap_is(kvr_hash_token_blocks(ids, n, BS, 7, NULL, 0), 0,
+           "max_out: 0 writes nothing");
+    tap_is(kvr_hash_token_blocks(ids, n, 0, 7, out, NBLK), 0,
+           "block size 0 -> 0");
+    tap_is(kvr_hash_text_blocks("abc", 3, 0, 7, out, NBLK), 0,
+           "chunk size 0 -> 0");
+
+    /* text chunks over the same bytes as the token blocks */
+    bytes = malloc(n * 4);
+    if (bytes == NULL) {
+        tap_ok(0, "text: malloc");
+        return;
+    }
+
+    for (i = 0; i < n; i++) {
+        put_le32(bytes + 4 * i, ids[i]);
+    }
+
+    got = kvr_hash_text_blocks(bytes, NBLK * BS * 4, BS * 4, 7, out,
+                               NBLK + 2);
+    tap_is(got, NBLK, "text: block count");
+    tap_ok(all_equal(out, full, NBLK), "text: equals token hashing");
+
+    out[2] = 0x5a5a5a5a5a5a5a5aULL;
+    got = kvr_hash_text_blocks(bytes, NBLK * BS * 4 - 1, BS * 4, 7, out, 2);
+    tap_is(got, 2, "text: max_out caps");
+    tap_ok(out[2] == 0x5a5a5a5a5a5a5a5aULL, "text: writes stop at max_out");
+
+    got = kvr_hash_text_blocks(bytes, NBLK * BS * 4 - 1, BS * 4, 7, out,
+                               NBLK + 2);
+    tap_is(got, NBLK - 1, "text: partial tail dropped");
+
+    free(bytes);
+}
+
+
+int
+main(void)
+{
+    size_t     i, n;
+    uint32_t  *ids;
+    uint64_t   x;
+
+    n = NBLK * BS + 5;
+    ids = malloc(n * sizeof(uint32_t));
+    if (ids == NULL) {
+        return 1;
+    }
+
+    /* deterministic pseudo-random ids spanning all four bytes */
+    x = 0x9e3779b97f4a7c15ULL;
+    for (i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        ids[i] = (uint32_t) x;
+    }
+
+    test_fixed_vectors();
+    test_step_by_step(ids, n);
+    test_prefix(ids, n);
+    test_seed_separation(ids, n);
+    test_bounds(ids, n);
+
+    free(ids);
+
+    return tap_done();
+}
