@@ -1,0 +1,141 @@
+'use strict';
+// One emulated engine: KV cache + scheduler + (optional) KV event publisher
+// + its own HTTP server. Engines in one process share only the tokenizer.
+
+const http = require('node:http');
+const { KvCache, noneHash } = require('./kv_cache');
+const { Scheduler, Request } = require('./scheduler');
+const { EventPublisher } = require('./events');
+const { handleHttp } = require('./http_api');
+
+// Filler output: one token per word, cycling.
+const FILLER_WORDS = [' the', ' quick', ' brown', ' fox', ' jumps', ' over',
+  ' a', ' lazy', ' dog', ' and', ' then', ' runs', ' away', '.'];
+
+class Engine {
+  // o: index, name, host, port, model, blockSize, capacityBlocks, timing,
+  //    kvEvents ('none'|'zmq'), eventsPort, replayPort|null, topic,
+  //    eventsFormat, hashType, flavour, hashSeed; tokenizer: TextTokenizer
+  //    (or null), filler: {ids, texts}
+  constructor(o, tokenizer, filler) {
+    this.o = o;
+    this.name = o.name;
+    this.tokenizer = tokenizer;
+    this.filler = filler;
+    this.publisher = null;
+    this.requestsTotal = 0;
+    this.requestsFinished = 0;
+    this.promptTokensTotal = 0;
+    this.generationTokensTotal = 0;
+    this.nextId = 0;
+    this.created = Math.floor(Date.now() / 1000);
+    this.cache = new KvCache({
+      numBlocks: o.capacityBlocks,
+      blockSize: o.blockSize,
+      onEvent: (ev) => { if (this.publisher) this.publisher.add(ev); },
+    });
+    this.scheduler = new Scheduler(this.cache, {
+      timing: o.timing,
+      hashRoot: noneHash(o.hashSeed || 0),
+      outputTokenId: (i) => filler.ids[i % filler.ids.length],
+      onScheduled: () => { if (this.publisher) this.publisher.flush(); },
+    });
+    this.sockets = new Set();
+  }
+
+  async start() {
+    if (this.o.kvEvents === 'zmq') {
+      const host = this.o.eventsHost || '127.0.0.1';
+      this.publisher = new EventPublisher({
+        endpoint: `tcp://${host}:${this.o.eventsPort}`,
+        replayEndpoint: this.o.replayPort ? `tcp://${host}:${this.o.replayPort}` : null,
+        topic: this.o.topic || '',
+        format: this.o.eventsFormat,
+        flavour: this.o.flavour,
+        hashType: this.o.hashType,
+        bufferSteps: 10000,
+        replayTopicFrame: this.o.flavour === 'vllm' && this.o.eventsFormat === 'map',
+      });
+      await this.publisher.start();
+    }
+    this.server = http.createServer({ keepAliveTimeout: 65000 }, (req, res) => {
+      handleHttp(this, req, res);
+    });
+    this.server.on('connection', (s) => {
+      this.sockets.add(s);
+      s.on('close', () => this.sockets.delete(s));
+    });
+    await new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(this.o.port, this.o.host, () => {
+        this.server.removeListener('error', reject);
+        resolve();
+      });
+    });
+  }
+
+  newRequestId(prefix) {
+    return `${prefix}-${this.name}-${this.nextId++}`;
+  }
+
+  // Run one request through the scheduler. handlers: onToken(text, index,
+  // last), onFinish(reason). Returns the Request (for abort). Throws an
+  // Error with status 400 when the request can never fit in the cache.
+  submit(promptIds, maxTokens, handlers) {
+    const need = this.scheduler.blocksNeeded(promptIds.length, maxTokens);
+    if (need > this.cache.numBlocks) {
+      const e = new Error(`prompt (${promptIds.length} tokens) + max_tokens ` +
+        `(${maxTokens}) need ${need} KV blocks but the emulated cache holds ` +
+        `${this.cache.numBlocks} (${this.cache.numBlocks * this.cache.blockSize} tokens)`);
+      e.status = 400;
+      throw e;
+    }
+    this.requestsTotal++;
+    this.promptTokensTotal += promptIds.length;
+    const req = new Request(this.nextId, promptIds, maxTokens, {
+      onToken: (id, index, last) => {
+        this.generationTokensTotal++;
+        const text = this.filler.texts[index % this.filler.texts.length];
+        handlers.onToken(text, index, last);
+      },
+      onFinish: (reason) => {
+        this.requestsFinished++;
+        handlers.onFinish(reason);
+      },
+    });
+    req.arrival = Date.now();
+    this.scheduler.submit(req);
+    return req;
+  }
+
+  abort(req) {
+    this.scheduler.abort(req);
+  }
+
+  resetPrefixCache() {
+    const ok = this.cache.reset();
+    if (ok && this.publisher) this.publisher.flush();
+    return ok;
+  }
+
+  async stop() {
+    this.scheduler.stop();
+    if (this.server) {
+      this.server.close();
+      for (const s of this.sockets) s.destroy();
+    }
+    if (this.publisher) await this.publisher.close();
+  }
+}
+
+// Token ids and texts of the filler words, computed with the tokenizer.
+async function makeFiller(tokenizer) {
+  const ids = [];
+  for (const w of FILLER_WORDS) {
+    const enc = tokenizer ? await tokenizer.encode(w, false) : [0];
+    ids.push(enc[0]);
+  }
+  return { ids, texts: FILLER_WORDS.slice() };
+}
+
+module.exports = { Engine, makeFiller, FILLER_WORDS };

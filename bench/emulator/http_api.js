@@ -1,0 +1,257 @@
+'use strict';
+// The OpenAI-compatible HTTP surface of one engine, shaped like vLLM's:
+// POST /v1/completions, POST /v1/chat/completions (stream or not),
+// GET /v1/models, GET /metrics, GET /health, POST /reset_prefix_cache.
+// Every response carries header x-engine-id and (JSON) field engine_id.
+
+const { renderMetrics } = require('./metrics');
+
+const MAX_BODY_BYTES = 32 * 1024 * 1024;
+const DEFAULT_MAX_TOKENS = 16;
+
+function sendJson(engine, res, status, obj) {
+  if (res.headersSent) return;
+  const body = JSON.stringify(obj);
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+    'x-engine-id': engine.name,
+  });
+  res.end(body);
+}
+
+function sendError(engine, res, status, message, type) {
+  sendJson(engine, res, status, {
+    object: 'error',
+    message,
+    type: type || (status === 404 ? 'NotFoundError' : 'BadRequestError'),
+    param: null,
+    code: status,
+    engine_id: engine.name,
+  });
+}
+
+function readBody(req) {
+  return new Promise((resolve, reject) => {
+    const chunks = [];
+    let size = 0;
+    req.on('data', (c) => {
+      size += c.length;
+      if (size > MAX_BODY_BYTES) {
+        const e = new Error('request body larger than ' + MAX_BODY_BYTES + ' bytes');
+        e.status = 413;
+        reject(e);
+        req.destroy();
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+function bad(msg) {
+  const e = new Error(msg);
+  e.status = 400;
+  return e;
+}
+
+function isTokenArray(a) {
+  return Array.isArray(a) && a.length > 0 && a.every((x) => Number.isInteger(x));
+}
+
+// Common sampling fields: max_tokens (or max_completion_tokens), n, stream.
+function parseCommon(body, chat) {
+  let maxTokens = body.max_tokens;
+  if (chat && body.max_completion_tokens !== undefined && body.max_completion_tokens !== null) {
+    maxTokens = body.max_completion_tokens;
+  }
+  if (maxTokens === undefined || maxTokens === null) maxTokens = DEFAULT_MAX_TOKENS;
+  if (!Number.isInteger(maxTokens) || maxTokens < 1) {
+    throw bad('max_tokens must be an integer >= 1');
+  }
+  if (body.n !== undefined && body.n !== null && body.n !== 1) {
+    throw bad('the emulator supports n = 1 only');
+  }
+  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') {
+    throw bad('stream must be a boolean');
+  }
+  const so = body.stream_options;
+  if (so !== undefined && so !== null && (typeof so !== 'object' || Array.isArray(so))) {
+    throw bad('stream_options must be an object');
+  }
+  return {
+    maxTokens,
+    stream: body.stream === true,
+    includeUsage: !!(so && so.include_usage),
+  };
+}
+
+// Completions prompt -> token ids (string: encode with special tokens).
+async function completionPromptIds(engine, prompt) {
+  let p = prompt;
+  if (Array.isArray(p) && p.length === 1 && (typeof p[0] === 'string' || Array.isArray(p[0]))) {
+    p = p[0];
+  }
+  let ids;
+  if (typeof p === 'string') {
+    if (p.length === 0) throw bad('prompt must not be empty');
+    ids = await engine.tokenizer.encode(p, true);
+  } else if (isTokenArray(p)) {
+    ids = p;
+  } else if (Array.isArray(p) && p.length > 1) {
+    throw bad('the emulator supports one prompt per request');
+  } else {
+    throw bad('prompt must be a string, an array of token ids, or a one-element list of either');
+  }
+  const vocab = engine.tokenizer.vocabSize;
+  for (const t of ids) {
+    if (t < 0 || t >= vocab) throw bad(`token id ${t} out of vocabulary range [0, ${vocab})`);
+  }
+  if (ids.length === 0) throw bad('prompt has no tokens');
+  return ids;
+}
+
+function usageOf(promptLen, completion, cached) {
+  return {
+    prompt_tokens: promptLen,
+    total_tokens: promptLen + completion,
+    completion_tokens: completion,
+    prompt_tokens_details: { cached_tokens: cached },
+  };
+}
+
+async function handleGenerate(engine, req, res, chat) {
+  let body;
+  try {
+    const raw = await readBody(req);
+    try {
+      body = JSON.parse(raw.toString('utf8'));
+    } catch (e) {
+      throw bad('request body is not valid JSON: ' + e.message);
+    }
+    if (!body || typeof body !== 'object' || Array.isArray(body)) throw bad('request body must be a JSON object');
+  } catch (err) {
+    return sendError(engine, res, err.status || 400, err.message);
+  }
+
+  let common, ids;
+  try {
+    common = parseCommon(body, chat);
+    if (chat) {
+      ids = await engine.tokenizer.encodeChat(body);
+    } else {
+      if (body.prompt === undefined) throw bad('prompt is required');
+      ids = await completionPromptIds(engine, body.prompt);
+    }
+  } catch (err) {
+    return sendError(engine, res, err.status || 400, err.message);
+  }
+
+  const id = engine.newRequestId(chat ? 'chatcmpl' : 'cmpl');
+  const created = Math.floor(Date.now() / 1000);
+  const model = engine.o.model;
+  const object = chat ? 'chat.completion' : 'text_completion';
+  const chunkObject = chat ? 'chat.completion.chunk' : 'text_completion';
+  const texts = [];
+  let request = null;
+  let done = false;
+
+  const writeChunk = (obj) => { res.write('data: ' + JSON.stringify(obj) + '\n\n'); };
+  const usage = () => usageOf(ids.length, texts.length, Math.max(request.numCachedTokens, 0));
+
+  const handlers = {
+    onToken: (text, index, last) => {
+      texts.push(text);
+      if (!common.stream || res.destroyed) return;
+      const finish = last ? 'length' : null;
+      if (chat) {
+        if (index === 0) {
+          writeChunk({ id, object: chunkObject, created, model,
+            choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }],
+            engine_id: engine.name });
+        }
+        writeChunk({ id, object: chunkObject, created, model,
+          choices: [{ index: 0, delta: { content: text }, logprobs: null, finish_reason: finish }],
+          engine_id: engine.name });
+      } else {
+        writeChunk({ id, object: chunkObject, created, model,
+          choices: [{ index: 0, text, logprobs: null, finish_reason: finish, stop_reason: null }],
+          engine_id: engine.name });
+      }
+    },
+    onFinish: (reason) => {
+      done = true;
+      if (reason === 'abort' || res.destroyed) return;
+      if (common.stream) {
+        if (common.includeUsage) {
+          writeChunk({ id, object: chunkObject, created, model, choices: [], usage: usage(),
+            engine_id: engine.name });
+        }
+        res.end('data: [DONE]\n\n');
+        return;
+      }
+      const text = texts.join('');
+      const choice = chat
+        ? { index: 0, message: { role: 'assistant', content: text, reasoning_content: null, tool_calls: [] },
+          logprobs: null, finish_reason: 'length', stop_reason: null }
+        : { index: 0, text, logprobs: null, finish_reason: 'length', stop_reason: null,
+          prompt_logprobs: null };
+      sendJson(engine, res, 200, { id, object, created, model, choices: [choice], usage: usage(),
+        engine_id: engine.name });
+    },
+  };
+
+  try {
+    request = engine.submit(ids, common.maxTokens, handlers);
+  } catch (err) {
+    return sendError(engine, res, err.status || 500, err.message);
+  }
+  res.on('close', () => { if (!done) engine.abort(request); });
+  if (common.stream) {
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      'x-engine-id': engine.name,
+    });
+    res.flushHeaders();
+  }
+}
+
+function handleHttp(engine, req, res) {
+  const url = (req.url || '/').split('?')[0];
+  const m = req.method;
+  const wrap = (p) => p.catch((err) => {
+    if (!res.headersSent) sendError(engine, res, 500, 'internal error: ' + err.message, 'InternalServerError');
+    else res.destroy();
+  });
+  if (m === 'POST' && url === '/v1/completions') return wrap(handleGenerate(engine, req, res, false));
+  if (m === 'POST' && url === '/v1/chat/completions') return wrap(handleGenerate(engine, req, res, true));
+  if (m === 'GET' && url === '/v1/models') {
+    return sendJson(engine, res, 200, {
+      object: 'list',
+      data: [{ id: engine.o.model, object: 'model', created: engine.created, owned_by: 'vllm',
+        root: engine.o.model, parent: null, max_model_len: engine.cache.numBlocks * engine.cache.blockSize }],
+      engine_id: engine.name,
+    });
+  }
+  if (m === 'GET' && url === '/metrics') {
+    const text = renderMetrics(engine);
+    res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8',
+      'x-engine-id': engine.name });
+    return res.end(text);
+  }
+  if (m === 'GET' && (url === '/health' || url === '/ping')) {
+    res.writeHead(200, { 'x-engine-id': engine.name, 'content-length': 0 });
+    return res.end();
+  }
+  if (m === 'POST' && url === '/reset_prefix_cache') {
+    const ok = engine.resetPrefixCache();
+    return sendJson(engine, res, ok ? 200 : 409, { reset: ok, engine_id: engine.name });
+  }
+  req.resume();
+  return sendError(engine, res, 404, `no route for ${m} ${url}`);
+}
+
+module.exports = { handleHttp, DEFAULT_MAX_TOKENS };

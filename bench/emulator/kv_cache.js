@@ -1,0 +1,243 @@
+'use strict';
+// Paged KV cache with prefix caching, modelled on vLLM v1's BlockPool
+// (kv-events.md section 6): a doubly linked free queue (allocation pops the
+// head, a finished request frees its blocks tail-first, unhashed blocks go
+// to the head), refcounted blocks, chained hashes over full blocks, lazy
+// eviction (a cached block loses its hash only when it is popped for reuse)
+// and no de-duplication (two blocks may be cached under one hash).
+
+const crypto = require('node:crypto');
+
+class Block {
+  constructor(id) {
+    this.id = id;
+    this.refCnt = 0;
+    this.hash = null;       // Buffer (32-byte digest) while cached
+    this.hashKey = null;    // hex string of hash, the cache map key
+    this.prev = null;       // free queue links
+    this.next = null;
+    this.inFreeQueue = false;
+  }
+}
+
+// Doubly linked list of free blocks with O(1) removal from the middle.
+class FreeQueue {
+  constructor() {
+    this.head = null;
+    this.tail = null;
+    this.length = 0;
+  }
+
+  append(block) {
+    block.prev = this.tail;
+    block.next = null;
+    if (this.tail) this.tail.next = block; else this.head = block;
+    this.tail = block;
+    block.inFreeQueue = true;
+    this.length++;
+  }
+
+  prepend(block) {
+    block.next = this.head;
+    block.prev = null;
+    if (this.head) this.head.prev = block; else this.tail = block;
+    this.head = block;
+    block.inFreeQueue = true;
+    this.length++;
+  }
+
+  remove(block) {
+    if (!block.inFreeQueue) throw new Error('block not in free queue');
+    if (block.prev) block.prev.next = block.next; else this.head = block.next;
+    if (block.next) block.next.prev = block.prev; else this.tail = block.prev;
+    block.prev = block.next = null;
+    block.inFreeQueue = false;
+    this.length--;
+  }
+
+  popLeft() {
+    const block = this.head;
+    if (!block) throw new Error('free queue empty');
+    this.remove(block);
+    return block;
+  }
+
+  // ids from head to tail (tests, debugging)
+  ids() {
+    const out = [];
+    for (let b = this.head; b; b = b.next) out.push(b.id);
+    return out;
+  }
+}
+
+// The root of every hash chain: a fixed digest, like vLLM's NONE_HASH
+// with PYTHONHASHSEED set (deterministic across restarts).
+function noneHash(seed) {
+  return crypto.createHash('sha256').update('kvroute-emulator:' + seed)
+    .digest();
+}
+
+// hash(block) = sha256(parent digest || token ids as u32 little-endian)
+function hashBlock(parent, tokens, start, end) {
+  const buf = Buffer.allocUnsafe((end - start) * 4);
+  for (let i = start; i < end; i++) buf.writeUInt32LE(tokens[i] >>> 0, (i - start) * 4);
+  return crypto.createHash('sha256').update(parent).update(buf).digest();
+}
+
+// Extends `hashes` (array of digests of full blocks) to cover every full
+// block of tokens[0..numTokens).
+function extendBlockHashes(hashes, tokens, numTokens, blockSize, root) {
+  const full = Math.floor(numTokens / blockSize);
+  for (let i = hashes.length; i < full; i++) {
+    const parent = i === 0 ? root : hashes[i - 1];
+    hashes.push(hashBlock(parent, tokens, i * blockSize, (i + 1) * blockSize));
+  }
+  return hashes;
+}
+
+class KvCache {
+  // opts: numBlocks, blockSize, onEvent(ev) where ev is
+  //   {type:'BlockStored', hashes:[Buffer], parent:Buffer|null,
+  //    tokenIds:[int], blockSize}
+  //   {type:'BlockRemoved', hashes:[Buffer]}
+  //   {type:'AllBlocksCleared'}
+  constructor(opts) {
+    if (!(opts.numBlocks >= 1)) throw new Error('numBlocks must be >= 1');
+    this.numBlocks = opts.numBlocks;
+    this.blockSize = opts.blockSize;
+    this.onEvent = opts.onEvent || (() => {});
+    this.blocks = [];
+    this.free = new FreeQueue();
+    this.cached = new Map();   // hashKey -> [Block] (no de-duplication)
+    for (let i = 0; i < this.numBlocks; i++) {
+      const b = new Block(i);
+      this.blocks.push(b);
+      this.free.append(b);
+    }
+    this.queries = 0;          // prefix cache queries (tokens)
+    this.hits = 0;             // prefix cache hits (tokens)
+  }
+
+  numFree() {
+    return this.free.length;
+  }
+
+  usage() {
+    return (this.numBlocks - this.free.length) / this.numBlocks;
+  }
+
+  // The longest leading run of cached full blocks of a prompt, capped so
+  // that at least the prompt's last token is recomputed. Returns blocks.
+  lookup(blockHashes, promptLen) {
+    const maxBlocks = Math.floor((promptLen - 1) / this.blockSize);
+    const hit = [];
+    for (let i = 0; i < blockHashes.length && i < maxBlocks; i++) {
+      const list = this.cached.get(blockHashes[i].toString('hex'));
+      if (!list) break;
+      hit.push(list[0]);
+    }
+    return hit;
+  }
+
+  // Count a query for metrics (vLLM counts per scheduled new request).
+  recordQuery(promptLen, hitTokens) {
+    this.queries += promptLen;
+    this.hits += hitTokens;
+  }
+
+  // A hit takes the blocks out of the free queue while in use.
+  touch(blocks) {
+    for (const b of blocks) {
+      if (b.refCnt === 0 && b.inFreeQueue) this.free.remove(b);
+      b.refCnt++;
+    }
+  }
+
+  // Number of blocks of `blocks` that touch() would take from the free queue.
+  countEvictable(blocks) {
+    let n = 0;
+    for (const b of blocks) if (b.refCnt === 0 && b.inFreeQueue) n++;
+    return n;
+  }
+
+  // Pop n blocks from the head; cached ones are evicted now (lazy
+  // BlockRemoved, one event per evicted block).
+  allocate(n) {
+    if (n > this.free.length) throw new Error('allocate: not enough free blocks');
+    const out = [];
+    for (let i = 0; i < n; i++) {
+      const b = this.free.popLeft();
+      if (b.hash) this._evict(b);
+      b.refCnt = 1;
+      out.push(b);
+    }
+    return out;
+  }
+
+  _evict(b) {
+    const list = this.cached.get(b.hashKey);
+    if (list) {
+      const j = list.indexOf(b);
+      if (j >= 0) list.splice(j, 1);
+      if (list.length === 0) this.cached.delete(b.hashKey);
+    }
+    const h = b.hash;
+    b.hash = null;
+    b.hashKey = null;
+    this.onEvent({ type: 'BlockRemoved', hashes: [h] });
+  }
+
+  // Cache req blocks [fromBlock, toBlock) under hashes[fromBlock..toBlock),
+  // emitting one BlockStored for the run. tokens: the request's token ids.
+  cacheBlocks(reqBlocks, hashes, tokens, fromBlock, toBlock) {
+    if (toBlock <= fromBlock) return;
+    const stored = [];
+    for (let i = fromBlock; i < toBlock; i++) {
+      const b = reqBlocks[i];
+      if (b.hash) continue;  // already cached (a hit block)
+      b.hash = hashes[i];
+      b.hashKey = b.hash.toString('hex');
+      const list = this.cached.get(b.hashKey);
+      if (list) list.push(b); else this.cached.set(b.hashKey, [b]);
+      stored.push(i);
+    }
+    if (stored.length === 0) return;
+    const first = stored[0];
+    const last = stored[stored.length - 1];
+    const bs = this.blockSize;
+    this.onEvent({
+      type: 'BlockStored',
+      hashes: stored.map((i) => hashes[i]),
+      parent: first === 0 ? null : hashes[first - 1],
+      tokenIds: Array.from(tokens.slice(first * bs, (last + 1) * bs)),
+      blockSize: bs,
+    });
+  }
+
+  // Free a request's blocks: tail block first; hashed blocks to the tail of
+  // the free queue (evicted last), unhashed ones to the head (reused first).
+  freeBlocks(reqBlocks) {
+    for (let i = reqBlocks.length - 1; i >= 0; i--) {
+      const b = reqBlocks[i];
+      if (b.refCnt <= 0) throw new Error('double free of block ' + b.id);
+      b.refCnt--;
+      if (b.refCnt === 0) {
+        if (b.hash) this.free.append(b); else this.free.prepend(b);
+      }
+    }
+  }
+
+  // Drop every cached hash; only when no block is in use (as vLLM).
+  reset() {
+    for (const b of this.blocks) if (b.refCnt > 0) return false;
+    for (const b of this.blocks) {
+      b.hash = null;
+      b.hashKey = null;
+    }
+    this.cached.clear();
+    this.onEvent({ type: 'AllBlocksCleared' });
+    return true;
+  }
+}
+
+module.exports = { KvCache, FreeQueue, Block, hashBlock, extendBlockHashes, noneHash };

@@ -1,0 +1,68 @@
+#!/usr/bin/env node
+'use strict';
+// Engine emulator: N independent vLLM-like engines in one process.
+// Prints "ready" on stdout once every engine listens; exits on SIGTERM/SIGINT.
+
+const { parseOptions, USAGE } = require('./options');
+const { TextTokenizer } = require('./tokenize');
+const { Engine, makeFiller } = require('./engine');
+
+async function main() {
+  let o;
+  try {
+    o = parseOptions(process.argv.slice(2));
+  } catch (err) {
+    process.stderr.write(`emulator: ${err.message}\n${USAGE}\n`);
+    process.exit(2);
+  }
+  if (o.help) {
+    process.stdout.write(USAGE + '\n');
+    return;
+  }
+  const tokenizer = new TextTokenizer({ tokenizerPath: o.tokenizer, chatTemplatePath: o.chatTemplate });
+  const filler = await makeFiller(tokenizer);
+  const engines = [];
+  for (let i = 0; i < o.engines; i++) {
+    engines.push(new Engine({
+      index: i,
+      name: o.namePrefix + i,
+      host: o.host,
+      port: o.basePort + i,
+      model: o.model,
+      blockSize: o.blockSize,
+      capacityBlocks: o.capacityBlocks,
+      timing: o.timing,
+      kvEvents: o.kvEvents,
+      eventsHost: o.eventsHost,
+      eventsPort: o.eventsBasePort + i,
+      replayPort: o.replayBasePort > 0 ? o.replayBasePort + i : null,
+      topic: o.topic,
+      eventsFormat: o.eventsFormat,
+      hashType: o.hashType,
+      flavour: o.flavour,
+      hashSeed: o.hashSeed,
+    }, tokenizer, filler));
+  }
+  let stopping = false;
+  const stop = async (sig) => {
+    if (stopping) return;
+    stopping = true;
+    await Promise.allSettled(engines.map((e) => e.stop()));
+    process.exit(sig === 'error' ? 1 : 0);
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+  try {
+    await Promise.all(engines.map((e) => e.start()));
+  } catch (err) {
+    process.stderr.write(`emulator: cannot start: ${err.message}\n`);
+    await stop('error');
+    return;
+  }
+  process.stdout.write('ready\n');
+}
+
+main().catch((err) => {
+  process.stderr.write(`emulator: ${err.stack || err.message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,47 @@
+'use strict';
+// Prometheus text exposition with vLLM's metric names (counters carry the
+// _total suffix on the sample line, as prometheus_client writes them),
+// plus kvemu_* metrics of the emulator itself.
+
+function renderMetrics(engine) {
+  const label = `{model_name="${engine.o.model.replace(/["\\\n]/g, '_')}",engine="${engine.name}"}`;
+  const s = engine.scheduler;
+  const c = engine.cache;
+  const lines = [];
+  const metric = (name, type, help, value, sample) => {
+    lines.push(`# HELP ${name} ${help}`);
+    lines.push(`# TYPE ${name} ${type}`);
+    lines.push(`${sample || name}${label} ${value}`);
+  };
+  metric('vllm:num_requests_running', 'gauge', 'Number of requests in model execution batches.',
+    s.running.length);
+  metric('vllm:num_requests_waiting', 'gauge', 'Number of requests waiting to be processed.',
+    s.waiting.length);
+  metric('vllm:gpu_cache_usage_perc', 'gauge', 'GPU KV-cache usage. 1 means 100 percent usage.',
+    c.usage());
+  metric('vllm:kv_cache_usage_perc', 'gauge', 'KV-cache usage. 1 means 100 percent usage.',
+    c.usage());
+  metric('vllm:prefix_cache_queries', 'counter',
+    'Prefix cache queries, in terms of number of queried tokens.', c.queries,
+    'vllm:prefix_cache_queries_total');
+  metric('vllm:prefix_cache_hits', 'counter',
+    'Prefix cache hits, in terms of number of cached tokens.', c.hits,
+    'vllm:prefix_cache_hits_total');
+  metric('vllm:prompt_tokens', 'counter', 'Number of prefill tokens processed.',
+    engine.promptTokensTotal, 'vllm:prompt_tokens_total');
+  metric('vllm:generation_tokens', 'counter', 'Number of generation tokens processed.',
+    engine.generationTokensTotal, 'vllm:generation_tokens_total');
+  metric('vllm:num_preemptions', 'counter', 'Cumulative number of preemptions.', 0,
+    'vllm:num_preemptions_total');
+  metric('kvemu_requests', 'counter', 'Generation requests accepted by this emulated engine.',
+    engine.requestsTotal, 'kvemu_requests_total');
+  metric('kvemu_requests_finished', 'counter', 'Generation requests finished or aborted.',
+    engine.requestsFinished, 'kvemu_requests_finished_total');
+  metric('kvemu_steps', 'counter', 'Scheduler steps run.', s.stepCount, 'kvemu_steps_total');
+  metric('kvemu_cache_blocks', 'gauge', 'KV cache capacity in blocks.', c.numBlocks);
+  metric('kvemu_free_blocks', 'gauge', 'Blocks in the free queue (including cached ones).',
+    c.numFree());
+  return lines.join('\n') + '\n';
+}
+
+module.exports = { renderMetrics };

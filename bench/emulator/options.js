@@ -1,0 +1,86 @@
+'use strict';
+// Command-line options of the emulator (documented in bench/README.md).
+
+const { parseArgs } = require('node:util');
+const { DEFAULT_TIMING } = require('./scheduler');
+
+const SPEC = {
+  engines: { type: 'string', default: '1' },
+  'base-port': { type: 'string', default: '8001' },
+  host: { type: 'string', default: '127.0.0.1' },
+  'capacity-blocks': { type: 'string', default: '585' },
+  'block-size': { type: 'string', default: '16' },
+  model: { type: 'string', default: 'Qwen/Qwen3-0.6B' },
+  tokenizer: { type: 'string' },
+  'chat-template': { type: 'string' },
+  'time-scale': { type: 'string', default: '1' },
+  'kv-events': { type: 'string', default: 'none' },
+  'events-base-port': { type: 'string', default: '20081' },
+  'events-host': { type: 'string', default: '127.0.0.1' },
+  'events-format': { type: 'string', default: 'array' },
+  'events-topic': { type: 'string', default: '' },
+  'hash-type': { type: 'string', default: 'int' },
+  'hash-seed': { type: 'string', default: '0' },
+  'replay-base-port': { type: 'string', default: '20181' },
+  flavour: { type: 'string', default: 'vllm' },
+  'name-prefix': { type: 'string', default: 'engine-' },
+  'base-us': { type: 'string', default: String(DEFAULT_TIMING.baseUs) },
+  'prefill-us-per-token': { type: 'string', default: String(DEFAULT_TIMING.prefillUsPerToken) },
+  'decode-us-per-seq': { type: 'string', default: String(DEFAULT_TIMING.decodeUsPerSeq) },
+  'max-batched-tokens': { type: 'string', default: String(DEFAULT_TIMING.maxBatchedTokens) },
+  'max-num-seqs': { type: 'string', default: String(DEFAULT_TIMING.maxNumSeqs) },
+  help: { type: 'boolean', short: 'h' },
+};
+
+function num(v, name, min, integer) {
+  const x = Number(v);
+  if (!Number.isFinite(x) || x < min || (integer && !Number.isInteger(x))) {
+    throw new Error(`--${name}: expected ${integer ? 'an integer' : 'a number'} >= ${min}, got ${JSON.stringify(v)}`);
+  }
+  return x;
+}
+
+function oneOf(v, name, allowed) {
+  if (!allowed.includes(v)) throw new Error(`--${name}: expected one of ${allowed.join('|')}, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+function parseOptions(argv) {
+  const { values: v } = parseArgs({ args: argv, options: SPEC, strict: true, allowPositionals: false });
+  if (v.help) return { help: true };
+  const o = {
+    engines: num(v.engines, 'engines', 1, true),
+    basePort: num(v['base-port'], 'base-port', 1, true),
+    host: v.host,
+    capacityBlocks: num(v['capacity-blocks'], 'capacity-blocks', 1, true),
+    blockSize: num(v['block-size'], 'block-size', 1, true),
+    model: v.model,
+    tokenizer: v.tokenizer,
+    chatTemplate: v['chat-template'],
+    kvEvents: oneOf(v['kv-events'], 'kv-events', ['none', 'zmq']),
+    eventsBasePort: num(v['events-base-port'], 'events-base-port', 1, true),
+    eventsHost: v['events-host'],
+    eventsFormat: oneOf(v['events-format'], 'events-format', ['array', 'map']),
+    topic: v['events-topic'],
+    hashType: oneOf(v['hash-type'], 'hash-type', ['int', 'bytes']),
+    hashSeed: v['hash-seed'],
+    replayBasePort: num(v['replay-base-port'], 'replay-base-port', 0, true),
+    flavour: oneOf(v.flavour, 'flavour', ['vllm', 'sglang']),
+    namePrefix: v['name-prefix'],
+    timing: {
+      timeScale: num(v['time-scale'], 'time-scale', 1e-6, false),
+      baseUs: num(v['base-us'], 'base-us', 0, false),
+      prefillUsPerToken: num(v['prefill-us-per-token'], 'prefill-us-per-token', 0, false),
+      decodeUsPerSeq: num(v['decode-us-per-seq'], 'decode-us-per-seq', 0, false),
+      maxBatchedTokens: num(v['max-batched-tokens'], 'max-batched-tokens', 1, true),
+      maxNumSeqs: num(v['max-num-seqs'], 'max-num-seqs', 1, true),
+    },
+  };
+  if (o.timing.timeScale <= 0) throw new Error('--time-scale must be > 0');
+  return o;
+}
+
+const USAGE = `usage: node bench/emulator/main.js --engines N --base-port 8001 [options]
+  see bench/README.md for every option`;
+
+module.exports = { parseOptions, USAGE };
