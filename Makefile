@@ -12,7 +12,7 @@ MODULE_SO    := $(BUILD)/ngx_http_kvroute_module.so
 
 CC           ?= cc
 KVR_CFLAGS   := -O2 -g -Wall -Wextra -Werror -std=gnu99 -I$(TOP)/src
-KVR_LIBS     := -ljansson -lxxhash
+KVR_LIBS     := -ljansson -lxxhash -lm
 
 TEST_TARGETS :=
 

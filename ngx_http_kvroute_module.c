@@ -1,0 +1,576 @@
+/*
+ * Copyright (C) kvroute developers
+ *
+ * kvroute: KV-cache-aware upstream balancing for LLM inference servers.
+ * This file holds the directives and the module glue only; the work is in
+ * src/.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_kvroute.h"
+
+
+#define NGX_HTTP_KVROUTE_DEFAULT_ZONE_SIZE  (32 * 1024 * 1024)
+
+
+static char *ngx_http_kvroute(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_kvroute_param_uint(ngx_conf_t *cf, ngx_str_t *value,
+    size_t skip, ngx_uint_t min, ngx_uint_t max, ngx_uint_t *out);
+static char *ngx_http_kvroute_param_double(ngx_conf_t *cf, ngx_str_t *value,
+    size_t skip, double min, double max, double *out);
+static void *ngx_http_kvroute_create_main_conf(ngx_conf_t *cf);
+static void *ngx_http_kvroute_create_srv_conf(ngx_conf_t *cf);
+static void *ngx_http_kvroute_create_loc_conf(ngx_conf_t *cf);
+static char *ngx_http_kvroute_merge_loc_conf(ngx_conf_t *cf, void *parent,
+    void *child);
+static ngx_int_t ngx_http_kvroute_preconfiguration(ngx_conf_t *cf);
+static ngx_int_t ngx_http_kvroute_postconfiguration(ngx_conf_t *cf);
+static ngx_int_t ngx_http_kvroute_init_process(ngx_cycle_t *cycle);
+
+
+static ngx_command_t  ngx_http_kvroute_commands[] = {
+
+    { ngx_string("kvroute"),
+      NGX_HTTP_UPS_CONF|NGX_CONF_ANY,
+      ngx_http_kvroute,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("kvroute_read_body"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_kvroute_loc_conf_t, read_body),
+      NULL },
+
+    { ngx_string("kvroute_status"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_kvroute_status,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+      ngx_null_command
+};
+
+
+static ngx_http_module_t  ngx_http_kvroute_module_ctx = {
+    ngx_http_kvroute_preconfiguration,     /* preconfiguration */
+    ngx_http_kvroute_postconfiguration,    /* postconfiguration */
+
+    ngx_http_kvroute_create_main_conf,     /* create main configuration */
+    NULL,                                  /* init main configuration */
+
+    ngx_http_kvroute_create_srv_conf,      /* create server configuration */
+    NULL,                                  /* merge server configuration */
+
+    ngx_http_kvroute_create_loc_conf,      /* create location configuration */
+    ngx_http_kvroute_merge_loc_conf        /* merge location configuration */
+};
+
+
+ngx_module_t  ngx_http_kvroute_module = {
+    NGX_MODULE_V1,
+    &ngx_http_kvroute_module_ctx,          /* module context */
+    ngx_http_kvroute_commands,             /* module directives */
+    NGX_HTTP_MODULE,                       /* module type */
+    NULL,                                  /* init master */
+    NULL,                                  /* init module */
+    ngx_http_kvroute_init_process,         /* init process */
+    NULL,                                  /* init thread */
+    NULL,                                  /* exit thread */
+    NULL,                                  /* exit process */
+    NULL,                                  /* exit master */
+    NGX_MODULE_V1_PADDING
+};
+
+
+/*
+ * kvroute [mode=approx|round_robin|random] [zone=name[:size]]
+ *         [block_size=16] [capacity=blocks] [policy=kvroute|dynamo]
+ *         [overlap_weight=1.0] [balance_abs=N] [balance_rel=R]
+ *         [max_body=size] [text_chunk=bytes];
+ */
+
+static char *
+ngx_http_kvroute(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_kvroute_srv_conf_t *kcf = conf;
+
+    u_char                        *p;
+    size_t                         zone_size;
+    ssize_t                        size;
+    ngx_int_t                      policy;
+    ngx_str_t                     *value, zone_name, s;
+    ngx_uint_t                     i, block_size, number, chunk_set;
+    ngx_http_kvroute_main_conf_t  *kmcf;
+    ngx_http_upstream_srv_conf_t  *uscf, **up;
+
+    if (kcf->upstream) {
+        return "is duplicate";
+    }
+
+    uscf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_upstream_module);
+
+    if (uscf->peer.init_upstream) {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                           "load balancing method redefined");
+    }
+
+    value = cf->args->elts;
+
+    zone_name.len = 0;
+    zone_size = NGX_HTTP_KVROUTE_DEFAULT_ZONE_SIZE;
+    block_size = 16;
+    chunk_set = 0;
+
+    for (i = 1; i < cf->args->nelts; i++) {
+
+        if (ngx_strncmp(value[i].data, "mode=", 5) == 0) {
+            s.data = value[i].data + 5;
+            s.len = value[i].len - 5;
+
+            if (s.len == 6 && ngx_strncmp(s.data, "approx", 6) == 0) {
+                kcf->mode = NGX_HTTP_KVROUTE_MODE_APPROX;
+
+            } else if (s.len == 11
+                       && ngx_strncmp(s.data, "round_robin", 11) == 0)
+            {
+                kcf->mode = NGX_HTTP_KVROUTE_MODE_ROUND_ROBIN;
+
+            } else if (s.len == 6 && ngx_strncmp(s.data, "random", 6) == 0) {
+                kcf->mode = NGX_HTTP_KVROUTE_MODE_RANDOM;
+
+            } else {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid \"mode\" value \"%V\": expected "
+                                   "approx, round_robin or random", &s);
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "zone=", 5) == 0) {
+            s.data = value[i].data + 5;
+            s.len = value[i].len - 5;
+
+            p = ngx_strlchr(s.data, s.data + s.len, ':');
+
+            if (p) {
+                zone_name.data = s.data;
+                zone_name.len = p - s.data;
+                s.data = p + 1;
+                s.len = value[i].data + value[i].len - s.data;
+
+                size = ngx_parse_size(&s);
+
+                if (size == NGX_ERROR
+                    || (size_t) size < kvr_index_min_size() + 256 * 1024)
+                {
+                    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                       "invalid \"zone\" size \"%V\": "
+                                       "expected at least %uzk", &s,
+                                       (kvr_index_min_size() + 256 * 1024)
+                                       / 1024 + 1);
+                    return NGX_CONF_ERROR;
+                }
+
+                zone_size = size;
+
+            } else {
+                zone_name = s;
+            }
+
+            if (zone_name.len == 0) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid \"zone\": empty name");
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "block_size=", 11) == 0) {
+            if (ngx_http_kvroute_param_uint(cf, &value[i], 11, 1, 4096,
+                                            &block_size)
+                != NGX_CONF_OK)
+            {
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "capacity=", 9) == 0) {
+            if (ngx_http_kvroute_param_uint(cf, &value[i], 9, 0,
+                                            1000000000, &kcf->capacity)
+                != NGX_CONF_OK)
+            {
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "policy=", 7) == 0) {
+            policy = kvr_policy_from_name((char *) value[i].data + 7,
+                                          value[i].len - 7);
+            if (policy < 0) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid \"policy\" value \"%V\": "
+                                   "expected kvroute or dynamo", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            kcf->policy.policy = policy;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "overlap_weight=", 15) == 0) {
+            if (ngx_http_kvroute_param_double(cf, &value[i], 15, 0, 1000,
+                                              &kcf->policy.overlap_weight)
+                != NGX_CONF_OK)
+            {
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "balance_abs=", 12) == 0) {
+            if (ngx_http_kvroute_param_uint(cf, &value[i], 12, 0, 1000000,
+                                            &number)
+                != NGX_CONF_OK)
+            {
+                return NGX_CONF_ERROR;
+            }
+
+            kcf->policy.balance_abs = number;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "balance_rel=", 12) == 0) {
+            if (ngx_http_kvroute_param_double(cf, &value[i], 12, 1, 1000,
+                                              &kcf->policy.balance_rel)
+                != NGX_CONF_OK)
+            {
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "max_body=", 9) == 0) {
+            s.data = value[i].data + 9;
+            s.len = value[i].len - 9;
+
+            size = ngx_parse_size(&s);
+
+            if (size == NGX_ERROR || size < 64 || size > 1024 * 1024 * 1024) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid \"max_body\" value \"%V\": "
+                                   "expected a size from 64 to 1g", &s);
+                return NGX_CONF_ERROR;
+            }
+
+            kcf->max_body = size;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "text_chunk=", 11) == 0) {
+            if (ngx_http_kvroute_param_uint(cf, &value[i], 11, 1, 1048576,
+                                            &kcf->chunk_bytes)
+                != NGX_CONF_OK)
+            {
+                return NGX_CONF_ERROR;
+            }
+
+            chunk_set = 1;
+            continue;
+        }
+
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid parameter \"%V\"", &value[i]);
+        return NGX_CONF_ERROR;
+    }
+
+    kcf->block_size = block_size;
+    kcf->policy.block_size = block_size;
+
+    if (!chunk_set) {
+        /* about 4 bytes of text per token: a chunk stands for a block */
+        kcf->chunk_bytes = 4 * block_size;
+    }
+
+    if (zone_name.len == 0) {
+        zone_name.len = sizeof("kvroute_") - 1 + uscf->host.len;
+        zone_name.data = ngx_pnalloc(cf->pool, zone_name.len);
+        if (zone_name.data == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        ngx_sprintf(zone_name.data, "kvroute_%V", &uscf->host);
+    }
+
+    kcf->zone = ngx_http_kvroute_add_zone(cf, &zone_name, zone_size);
+    if (kcf->zone == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    kcf->upstream = uscf;
+
+    uscf->peer.init_upstream = ngx_http_kvroute_init_upstream;
+
+    uscf->flags = NGX_HTTP_UPSTREAM_CREATE
+                  |NGX_HTTP_UPSTREAM_WEIGHT
+                  |NGX_HTTP_UPSTREAM_MAX_CONNS
+                  |NGX_HTTP_UPSTREAM_MAX_FAILS
+                  |NGX_HTTP_UPSTREAM_FAIL_TIMEOUT
+                  |NGX_HTTP_UPSTREAM_DOWN
+                  |NGX_HTTP_UPSTREAM_BACKUP;
+
+    kmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_kvroute_module);
+
+    up = ngx_array_push(&kmcf->upstreams);
+    if (up == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    *up = uscf;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_kvroute_param_uint(ngx_conf_t *cf, ngx_str_t *value, size_t skip,
+    ngx_uint_t min, ngx_uint_t max, ngx_uint_t *out)
+{
+    ngx_int_t  n;
+
+    n = ngx_atoi(value->data + skip, value->len - skip);
+
+    if (n == NGX_ERROR || (ngx_uint_t) n < min || (ngx_uint_t) n > max) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid \"%*s\" value \"%*s\": expected an "
+                           "integer from %ui to %ui",
+                           skip - 1, value->data,
+                           value->len - skip, value->data + skip, min, max);
+        return NGX_CONF_ERROR;
+    }
+
+    *out = n;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_kvroute_param_double(ngx_conf_t *cf, ngx_str_t *value, size_t skip,
+    double min, double max, double *out)
+{
+    u_char  *p, *last;
+    double   n, scale;
+    int      digits;
+
+    /* a plain decimal: digits, optionally a point and more digits */
+
+    p = value->data + skip;
+    last = value->data + value->len;
+    n = 0;
+    scale = 0;
+    digits = 0;
+
+    for ( /* void */ ; p < last; p++) {
+        if (*p == '.' && scale == 0) {
+            scale = 1;
+            continue;
+        }
+
+        if (*p < '0' || *p > '9') {
+            digits = 0;
+            break;
+        }
+
+        digits++;
+
+        if (scale) {
+            scale /= 10;
+            n += (*p - '0') * scale;
+
+        } else {
+            n = n * 10 + (*p - '0');
+        }
+    }
+
+    if (digits == 0 || n < min || n > max) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid \"%*s\" value \"%*s\": expected a number "
+                           "from %.1f to %.1f",
+                           skip - 1, value->data,
+                           value->len - skip, value->data + skip, min, max);
+        return NGX_CONF_ERROR;
+    }
+
+    *out = n;
+
+    return NGX_CONF_OK;
+}
+
+
+static void *
+ngx_http_kvroute_create_main_conf(ngx_conf_t *cf)
+{
+    ngx_http_kvroute_main_conf_t  *kmcf;
+
+    kmcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_kvroute_main_conf_t));
+    if (kmcf == NULL) {
+        return NULL;
+    }
+
+    if (ngx_array_init(&kmcf->upstreams, cf->pool, 4,
+                       sizeof(ngx_http_upstream_srv_conf_t *))
+        != NGX_OK)
+    {
+        return NULL;
+    }
+
+    return kmcf;
+}
+
+
+static void *
+ngx_http_kvroute_create_srv_conf(ngx_conf_t *cf)
+{
+    ngx_http_kvroute_srv_conf_t  *kcf;
+
+    kcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_kvroute_srv_conf_t));
+    if (kcf == NULL) {
+        return NULL;
+    }
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     kcf->mode = NGX_HTTP_KVROUTE_MODE_APPROX;
+     *     kcf->zone = NULL;
+     *     kcf->capacity = 0;
+     *     kcf->upstream = NULL;
+     *     kcf->slots = NULL;
+     *     kcf->policy.policy = KVR_POLICY_KVROUTE;
+     */
+
+    kcf->block_size = 16;
+    kcf->max_body = 1024 * 1024;
+    kcf->chunk_bytes = 64;
+    kcf->policy.block_size = 16;
+    kcf->policy.overlap_weight = 1.0;
+    kcf->policy.balance_abs = 4;
+    kcf->policy.balance_rel = 1.5;
+
+    return kcf;
+}
+
+
+static void *
+ngx_http_kvroute_create_loc_conf(ngx_conf_t *cf)
+{
+    ngx_http_kvroute_loc_conf_t  *klcf;
+
+    klcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_kvroute_loc_conf_t));
+    if (klcf == NULL) {
+        return NULL;
+    }
+
+    klcf->read_body = NGX_CONF_UNSET;
+
+    return klcf;
+}
+
+
+static char *
+ngx_http_kvroute_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
+{
+    ngx_http_kvroute_loc_conf_t  *prev = parent;
+    ngx_http_kvroute_loc_conf_t  *conf = child;
+
+    ngx_conf_merge_value(conf->read_body, prev->read_body, 1);
+
+    return NGX_CONF_OK;
+}
+
+
+static ngx_int_t
+ngx_http_kvroute_preconfiguration(ngx_conf_t *cf)
+{
+    return ngx_http_kvroute_add_variables(cf);
+}
+
+
+static ngx_int_t
+ngx_http_kvroute_postconfiguration(ngx_conf_t *cf)
+{
+    ngx_http_handler_pt           *h;
+    ngx_http_core_main_conf_t     *cmcf;
+    ngx_http_kvroute_main_conf_t  *kmcf;
+
+    kmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_kvroute_module);
+
+    if (kmcf->upstreams.nelts == 0) {
+        /* no kvroute upstream: stay out of every request */
+        return NGX_OK;
+    }
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_PRECONTENT_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_kvroute_precontent_handler;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_kvroute_init_process(ngx_cycle_t *cycle)
+{
+    ngx_uint_t                     i;
+    ngx_http_kvroute_srv_conf_t   *kcf;
+    ngx_http_kvroute_main_conf_t  *kmcf;
+    ngx_http_upstream_srv_conf_t **up;
+
+    if (ngx_process != NGX_PROCESS_WORKER
+        && ngx_process != NGX_PROCESS_SINGLE)
+    {
+        return NGX_OK;
+    }
+
+    kmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_kvroute_module);
+    if (kmcf == NULL) {
+        return NGX_OK;
+    }
+
+    up = kmcf->upstreams.elts;
+
+    for (i = 0; i < kmcf->upstreams.nelts; i++) {
+        kcf = ngx_http_conf_upstream_srv_conf(up[i], ngx_http_kvroute_module);
+
+        if (kcf->zone->row == -1
+            && ngx_http_kvroute_claim_row(kcf->zone, cycle->log) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}

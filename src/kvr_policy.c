@@ -1,0 +1,264 @@
+/*
+ * Copyright (C) kvroute developers
+ */
+
+
+#include <math.h>
+#include <string.h>
+
+#include "kvr_policy.h"
+
+
+static size_t kvr_policy_pick_kvroute(const kvr_policy_conf_t *conf,
+    const kvr_candidate_t *cand, size_t n, const kvr_demand_t *demand,
+    kvr_pick_e *why);
+static size_t kvr_policy_pick_dynamo(const kvr_policy_conf_t *conf,
+    const kvr_candidate_t *cand, size_t n, const kvr_demand_t *demand,
+    kvr_pick_e *why);
+static double kvr_policy_load(const kvr_candidate_t *cand);
+static double kvr_policy_unit(uint64_t bits);
+static uint64_t kvr_policy_mix(uint64_t a, uint64_t b);
+
+
+size_t
+kvr_policy_pick(const kvr_policy_conf_t *conf, const kvr_candidate_t *cand,
+    size_t n, const kvr_demand_t *demand, kvr_pick_e *why)
+{
+    if (n <= 1) {
+        *why = (n == 1 && cand[0].overlap > 0) ? KVR_PICK_OVERLAP
+                                                : KVR_PICK_LOAD;
+        return 0;
+    }
+
+    if (conf->policy == KVR_POLICY_DYNAMO) {
+        return kvr_policy_pick_dynamo(conf, cand, n, demand, why);
+    }
+
+    return kvr_policy_pick_kvroute(conf, cand, n, demand, why);
+}
+
+
+/*
+ * kvroute: a prefix lives on the servers that hold it; a new prefix gets a
+ * home by rendezvous hashing of its first block, so prefixes partition
+ * across servers instead of replicating.  The chosen server is given up
+ * only when it is busier than the least loaded one by both balance_abs
+ * requests and the balance_rel ratio (SGLang-style imbalance test): then the
+ * least loaded server with the longest overlap takes the request.
+ */
+
+static size_t
+kvr_policy_pick_kvroute(const kvr_policy_conf_t *conf,
+    const kvr_candidate_t *cand, size_t n, const kvr_demand_t *demand,
+    kvr_pick_e *why)
+{
+    size_t    i, best, least;
+    double    load, best_load, min_load, key, best_key;
+    uint32_t  max_overlap;
+
+    max_overlap = 0;
+    min_load = -1;
+
+    for (i = 0; i < n; i++) {
+        if (cand[i].overlap > max_overlap) {
+            max_overlap = cand[i].overlap;
+        }
+
+        load = kvr_policy_load(&cand[i]);
+
+        if (min_load < 0 || load < min_load) {
+            min_load = load;
+        }
+    }
+
+    best = n;
+    best_load = 0;
+
+    if (max_overlap > 0) {
+
+        /* the least loaded of those holding the longest prefix */
+
+        for (i = 0; i < n; i++) {
+            if (cand[i].overlap != max_overlap) {
+                continue;
+            }
+
+            load = kvr_policy_load(&cand[i]);
+
+            if (best == n || load < best_load
+                || (load == best_load
+                    && kvr_policy_mix(cand[i].id_hash, demand->random)
+                       < kvr_policy_mix(cand[best].id_hash, demand->random)))
+            {
+                best = i;
+                best_load = load;
+            }
+        }
+
+        *why = KVR_PICK_OVERLAP;
+
+    } else {
+
+        /*
+         * weighted rendezvous hashing: the smallest -ln(u) / weight wins,
+         * u uniform in (0, 1) from the prefix and the server
+         */
+
+        best_key = 0;
+
+        for (i = 0; i < n; i++) {
+            key = kvr_policy_unit(kvr_policy_mix(cand[i].id_hash,
+                                                 demand->first_block));
+            key = -log(key) / (cand[i].weight ? cand[i].weight : 1);
+
+            if (best == n || key < best_key) {
+                best = i;
+                best_key = key;
+            }
+        }
+
+        best_load = kvr_policy_load(&cand[best]);
+        *why = KVR_PICK_HOME;
+    }
+
+    if (best_load <= min_load + conf->balance_abs
+        || best_load <= min_load * conf->balance_rel)
+    {
+        return best;
+    }
+
+    /* imbalanced: the least loaded, preferring longer overlap */
+
+    least = n;
+
+    for (i = 0; i < n; i++) {
+        if (kvr_policy_load(&cand[i]) != min_load) {
+            continue;
+        }
+
+        if (least == n || cand[i].overlap > cand[least].overlap
+            || (cand[i].overlap == cand[least].overlap
+                && kvr_policy_mix(cand[i].id_hash, demand->random)
+                   < kvr_policy_mix(cand[least].id_hash, demand->random)))
+        {
+            least = i;
+        }
+    }
+
+    *why = KVR_PICK_LOAD;
+
+    return least;
+}
+
+
+/* in-flight requests per unit of weight */
+
+static double
+kvr_policy_load(const kvr_candidate_t *cand)
+{
+    return (double) cand->inflight / (cand->weight ? cand->weight : 1);
+}
+
+
+/* maps 64 random bits to (0, 1) */
+
+static double
+kvr_policy_unit(uint64_t bits)
+{
+    return ((double) (bits >> 11) + 0.5) / 9007199254740992.0;
+}
+
+
+/*
+ * NVIDIA Dynamo's classic cost (routers.md A.5), lower is better:
+ *   prefill_blocks = (pending prefill tokens + new uncached tokens) / bs
+ *   decode_blocks  = active blocks + blocks of this request not cached
+ *   cost           = overlap_weight * prefill_blocks + decode_blocks
+ * Ties are broken uniformly at random, as Dynamo does at temperature 0.
+ */
+
+static size_t
+kvr_policy_pick_dynamo(const kvr_policy_conf_t *conf,
+    const kvr_candidate_t *cand, size_t n, const kvr_demand_t *demand,
+    kvr_pick_e *why)
+{
+    size_t    i, best;
+    double    bs, cached, prefill, decode, cost, best_cost;
+    uint64_t  tie, best_tie;
+
+    bs = conf->block_size ? conf->block_size : 1;
+    best = 0;
+    best_cost = 0;
+    best_tie = 0;
+
+    for (i = 0; i < n; i++) {
+        cached = (double) cand[i].overlap * bs;
+
+        if (cached > demand->tokens) {
+            cached = demand->tokens;
+        }
+
+        prefill = ((double) cand[i].inflight_prefill + demand->tokens
+                   - cached) / bs;
+        decode = (double) cand[i].inflight_tokens / bs
+                 + (demand->blocks > cand[i].overlap
+                    ? demand->blocks - cand[i].overlap : 0);
+        cost = conf->overlap_weight * prefill + decode;
+        tie = kvr_policy_mix(cand[i].id_hash, demand->random);
+
+        if (i == 0 || cost < best_cost
+            || (cost == best_cost && tie < best_tie))
+        {
+            best = i;
+            best_cost = cost;
+            best_tie = tie;
+        }
+    }
+
+    *why = KVR_PICK_COST;
+
+    return best;
+}
+
+
+/* a 64-bit finaliser (splitmix64) of two values */
+
+static uint64_t
+kvr_policy_mix(uint64_t a, uint64_t b)
+{
+    uint64_t  z;
+
+    z = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+
+    return z ^ (z >> 31);
+}
+
+
+const char *
+kvr_pick_name(kvr_pick_e why)
+{
+    static const char  *names[] = { "overlap", "home", "load", "cost" };
+
+    if ((size_t) why < sizeof(names) / sizeof(names[0])) {
+        return names[why];
+    }
+
+    return "unknown";
+}
+
+
+int
+kvr_policy_from_name(const char *name, size_t len)
+{
+    if (len == 7 && memcmp(name, "kvroute", 7) == 0) {
+        return KVR_POLICY_KVROUTE;
+    }
+
+    if (len == 6 && memcmp(name, "dynamo", 6) == 0) {
+        return KVR_POLICY_DYNAMO;
+    }
+
+    return -1;
+}

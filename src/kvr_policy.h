@@ -1,0 +1,71 @@
+/*
+ * Copyright (C) kvroute developers
+ *
+ * Server selection: weighs cached prefix against load.  Plain C, no nginx
+ * types; the caller gathers one candidate per eligible server.
+ */
+
+#ifndef _KVR_POLICY_H_INCLUDED_
+#define _KVR_POLICY_H_INCLUDED_
+
+
+#include <stddef.h>
+#include <stdint.h>
+
+
+typedef enum {
+    KVR_POLICY_KVROUTE = 0,     /* prefix affinity with bounded load */
+    KVR_POLICY_DYNAMO           /* NVIDIA Dynamo's classic cost */
+} kvr_policy_e;
+
+
+/* why a candidate won */
+typedef enum {
+    KVR_PICK_OVERLAP = 0,       /* it holds the longest cached prefix */
+    KVR_PICK_HOME,              /* no server holds any: the prefix's home */
+    KVR_PICK_LOAD,              /* load outweighed cached prefix */
+    KVR_PICK_COST               /* lowest cost (dynamo) */
+} kvr_pick_e;
+
+
+typedef struct {
+    kvr_policy_e   policy;
+    uint32_t       block_size;      /* tokens per block */
+    double         overlap_weight;  /* dynamo: weight of prefill blocks */
+    uint32_t       balance_abs;     /* kvroute: spill when busier than the */
+    double         balance_rel;     /* least loaded by both margins */
+} kvr_policy_conf_t;
+
+
+typedef struct {
+    uint32_t       overlap;         /* leading blocks cached there */
+    uint32_t       inflight;        /* requests in flight */
+    uint64_t       inflight_tokens; /* prompt tokens of those */
+    uint64_t       inflight_prefill;/* their uncached prompt tokens */
+    uint64_t       id_hash;         /* stable per server, for homes */
+    uint32_t       weight;          /* nginx server weight, >= 1 */
+} kvr_candidate_t;
+
+
+typedef struct {
+    uint32_t       blocks;          /* full blocks of the prompt */
+    uint32_t       tokens;          /* prompt tokens (estimate) */
+    uint64_t       first_block;     /* hash of block 0, for homes */
+    uint64_t       random;          /* for tie breaks */
+} kvr_demand_t;
+
+
+/*
+ * Returns the index of the chosen candidate (n > 0) and sets *why.
+ */
+size_t kvr_policy_pick(const kvr_policy_conf_t *conf,
+    const kvr_candidate_t *cand, size_t n, const kvr_demand_t *demand,
+    kvr_pick_e *why);
+
+const char *kvr_pick_name(kvr_pick_e why);
+
+/* parses "kvroute" / "dynamo"; -1 when unknown */
+int kvr_policy_from_name(const char *name, size_t len);
+
+
+#endif /* _KVR_POLICY_H_INCLUDED_ */

@@ -1,0 +1,159 @@
+/*
+ * Copyright (C) kvroute developers
+ *
+ * Types shared by the nginx side of kvroute: configuration, the shared
+ * zone, the per-request context and the peer data.
+ */
+
+#ifndef _NGX_HTTP_KVROUTE_H_INCLUDED_
+#define _NGX_HTTP_KVROUTE_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "kvr_index.h"
+#include "kvr_policy.h"
+
+
+#define NGX_HTTP_KVROUTE_MAX_ROWS     64
+#define NGX_HTTP_KVROUTE_MAX_PEERS    KVR_INDEX_MAX_SLOTS
+
+
+typedef enum {
+    NGX_HTTP_KVROUTE_MODE_APPROX = 0,
+    NGX_HTTP_KVROUTE_MODE_ROUND_ROBIN,
+    NGX_HTTP_KVROUTE_MODE_RANDOM
+} ngx_http_kvroute_mode_e;
+
+
+/* why a server was chosen; names in ngx_http_kvroute_reason_names[] */
+typedef enum {
+    NGX_HTTP_KVROUTE_R_NONE = 0,
+    NGX_HTTP_KVROUTE_R_NOT_INFERENCE,
+    NGX_HTTP_KVROUTE_R_NO_BODY,
+    NGX_HTTP_KVROUTE_R_NOT_JSON,
+    NGX_HTTP_KVROUTE_R_INVALID_UTF8,
+    NGX_HTTP_KVROUTE_R_NOT_OBJECT,
+    NGX_HTTP_KVROUTE_R_NO_PROMPT,
+    NGX_HTTP_KVROUTE_R_EMPTY_PROMPT,
+    NGX_HTTP_KVROUTE_R_TOO_LARGE,
+    NGX_HTTP_KVROUTE_R_NO_MEMORY,
+    NGX_HTTP_KVROUTE_R_SHORT,
+    NGX_HTTP_KVROUTE_R_OVERLAP,
+    NGX_HTTP_KVROUTE_R_HOME,
+    NGX_HTTP_KVROUTE_R_LOAD,
+    NGX_HTTP_KVROUTE_R_COST,
+    NGX_HTTP_KVROUTE_R_FALLBACK,
+    NGX_HTTP_KVROUTE_R_ROUND_ROBIN,
+    NGX_HTTP_KVROUTE_R_RANDOM,
+    NGX_HTTP_KVROUTE_R_LAST
+} ngx_http_kvroute_reason_e;
+
+
+/* in-flight load charged by one worker process; only it writes its row */
+typedef struct {
+    ngx_pid_t                        pid;
+    ngx_atomic_t                     requests[NGX_HTTP_KVROUTE_MAX_PEERS];
+    ngx_atomic_t                     tokens[NGX_HTTP_KVROUTE_MAX_PEERS];
+    ngx_atomic_t                     prefill[NGX_HTTP_KVROUTE_MAX_PEERS];
+} ngx_http_kvroute_row_t;
+
+
+/* the shared part of a zone */
+typedef struct {
+    ngx_atomic_t                     decisions[NGX_HTTP_KVROUTE_R_LAST];
+    ngx_atomic_t                     decision_usec;
+    ngx_http_kvroute_row_t           rows[NGX_HTTP_KVROUTE_MAX_ROWS];
+    kvr_index_t                     *index;
+} ngx_http_kvroute_shctx_t;
+
+
+/* process-local view of a zone (shm_zone->data) */
+typedef struct {
+    ngx_http_kvroute_shctx_t        *sh;
+    ngx_slab_pool_t                 *shpool;
+    ngx_shm_zone_t                  *shm_zone;
+    ngx_int_t                        row;      /* this process's, or -1 */
+} ngx_http_kvroute_zone_t;
+
+
+typedef struct {
+    ngx_uint_t                       mode;
+    ngx_http_kvroute_zone_t         *zone;
+    ngx_uint_t                       block_size;
+    ngx_uint_t                       capacity;      /* blocks per server */
+    size_t                           max_body;
+    size_t                           chunk_bytes;   /* text key chunk */
+    kvr_policy_conf_t                policy;
+
+    ngx_http_upstream_srv_conf_t    *upstream;
+
+    /* index slot of each peer (primaries, then backups); per process */
+    ngx_int_t                       *slots;
+    ngx_uint_t                       nslots;
+} ngx_http_kvroute_srv_conf_t;
+
+
+typedef struct {
+    ngx_flag_t                       read_body;
+    ngx_flag_t                       status;
+} ngx_http_kvroute_loc_conf_t;
+
+
+typedef struct {
+    ngx_array_t                      upstreams;  /* srv_conf_t * */
+} ngx_http_kvroute_main_conf_t;
+
+
+/* per request, kept across retries */
+typedef struct {
+    ngx_uint_t                       reason;
+    uint64_t                        *hashes;
+    ngx_uint_t                       nblocks;
+    ngx_uint_t                       tokens;
+    ngx_uint_t                       overlap;
+    uint64_t                         first_block;
+    ngx_str_t                        server;
+    uint64_t                         start_usec;
+    uint64_t                         decision_usec;
+
+    unsigned                         analyzed:1;
+    unsigned                         body_waiting:1;
+    unsigned                         body_ready:1;
+} ngx_http_kvroute_ctx_t;
+
+
+extern ngx_module_t  ngx_http_kvroute_module;
+extern ngx_str_t     ngx_http_kvroute_reason_names[];
+
+
+/* balancer */
+ngx_int_t ngx_http_kvroute_init_upstream(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us);
+
+/* body: precontent reader and request analysis */
+ngx_int_t ngx_http_kvroute_precontent_handler(ngx_http_request_t *r);
+ngx_http_kvroute_ctx_t *ngx_http_kvroute_get_ctx(ngx_http_request_t *r);
+void ngx_http_kvroute_analyze(ngx_http_request_t *r,
+    ngx_http_kvroute_srv_conf_t *kcf, ngx_http_kvroute_ctx_t *ctx);
+uint64_t ngx_http_kvroute_usec(void);
+
+/* shared zone */
+ngx_http_kvroute_zone_t *ngx_http_kvroute_add_zone(ngx_conf_t *cf,
+    ngx_str_t *name, size_t size);
+ngx_int_t ngx_http_kvroute_claim_row(ngx_http_kvroute_zone_t *zone,
+    ngx_log_t *log);
+ngx_int_t ngx_http_kvroute_resolve_slots(ngx_http_kvroute_srv_conf_t *kcf,
+    ngx_http_upstream_rr_peers_t *peers);
+void ngx_http_kvroute_load(ngx_http_kvroute_zone_t *zone, ngx_int_t slot,
+    uint64_t *requests, uint64_t *tokens, uint64_t *prefill);
+
+/* status and variables */
+char *ngx_http_kvroute_status(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_int_t ngx_http_kvroute_add_variables(ngx_conf_t *cf);
+
+
+#endif /* _NGX_HTTP_KVROUTE_H_INCLUDED_ */

@@ -1,0 +1,425 @@
+/*
+ * Copyright (C) kvroute developers
+ *
+ * The upstream balancer: wraps round robin's peer data, picks a peer by
+ * cached prefix and load, and keeps the shared in-flight load counters.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_kvroute.h"
+
+
+typedef struct {
+    /* the round robin data must be first */
+    ngx_http_upstream_rr_peer_data_t   rrp;
+
+    ngx_http_kvroute_srv_conf_t       *conf;
+    ngx_http_kvroute_ctx_t            *ctx;
+    ngx_http_upstream_rr_peers_t      *primaries;
+
+    /* load charged for the current try, returned in free */
+    ngx_int_t                          charged_slot;
+    uint64_t                           charged_tokens;
+    uint64_t                           charged_prefill;
+} ngx_http_kvroute_peer_data_t;
+
+
+static ngx_int_t ngx_http_kvroute_init_peer(ngx_http_request_t *r,
+    ngx_http_upstream_srv_conf_t *us);
+static ngx_int_t ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc,
+    void *data);
+static void ngx_http_kvroute_free_peer(ngx_peer_connection_t *pc,
+    void *data, ngx_uint_t state);
+static ngx_int_t ngx_http_kvroute_fallback(ngx_peer_connection_t *pc,
+    ngx_http_kvroute_peer_data_t *kp, ngx_uint_t reason);
+static ngx_int_t ngx_http_kvroute_charge(ngx_http_kvroute_peer_data_t *kp,
+    ngx_http_upstream_rr_peer_t *chosen, ngx_uint_t overlap);
+static void ngx_http_kvroute_decided(ngx_peer_connection_t *pc,
+    ngx_http_kvroute_peer_data_t *kp, ngx_uint_t reason);
+
+
+ngx_int_t
+ngx_http_kvroute_init_upstream(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us)
+{
+    if (ngx_http_upstream_init_round_robin(cf, us) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    us->peer.init = ngx_http_kvroute_init_peer;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_kvroute_init_peer(ngx_http_request_t *r,
+    ngx_http_upstream_srv_conf_t *us)
+{
+    ngx_http_kvroute_ctx_t        *ctx;
+    ngx_http_kvroute_srv_conf_t   *kcf;
+    ngx_http_kvroute_peer_data_t  *kp;
+
+    kp = ngx_pcalloc(r->pool, sizeof(ngx_http_kvroute_peer_data_t));
+    if (kp == NULL) {
+        return NGX_ERROR;
+    }
+
+    r->upstream->peer.data = &kp->rrp;
+
+    if (ngx_http_upstream_init_round_robin_peer(r, us) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    r->upstream->peer.get = ngx_http_kvroute_get_peer;
+    r->upstream->peer.free = ngx_http_kvroute_free_peer;
+
+    kcf = ngx_http_conf_upstream_srv_conf(us, ngx_http_kvroute_module);
+
+    ctx = ngx_http_kvroute_get_ctx(r);
+    if (ctx == NULL) {
+        return NGX_ERROR;
+    }
+
+    kp->conf = kcf;
+    kp->ctx = ctx;
+    kp->primaries = kp->rrp.peers;
+    kp->charged_slot = -1;
+
+    if (kcf->slots == NULL
+        && ngx_http_kvroute_resolve_slots(kcf, kp->rrp.peers) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (!ctx->analyzed) {
+        ngx_http_kvroute_analyze(r, kcf, ctx);
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
+{
+    ngx_http_kvroute_peer_data_t  *kp = data;
+
+    int                             slots[NGX_HTTP_KVROUTE_MAX_PEERS];
+    time_t                          now;
+    size_t                          chosen;
+    uint32_t                        overlap[NGX_HTTP_KVROUTE_MAX_PEERS];
+    uint64_t                        requests, tokens, prefill;
+    uintptr_t                       m;
+    ngx_int_t                       rc;
+    ngx_uint_t                      i, n, k, base, reason;
+    kvr_pick_e                      why;
+    kvr_demand_t                    demand;
+    kvr_index_t                    *index;
+    kvr_candidate_t                 cand[NGX_HTTP_KVROUTE_MAX_PEERS];
+    ngx_http_kvroute_ctx_t         *ctx;
+    ngx_http_kvroute_srv_conf_t    *kcf;
+    ngx_http_upstream_rr_peer_t    *peer, *peers_of[NGX_HTTP_KVROUTE_MAX_PEERS];
+    ngx_http_upstream_rr_peers_t   *peers;
+    ngx_http_upstream_rr_peer_data_t  *rrp;
+
+    rrp = &kp->rrp;
+    kcf = kp->conf;
+    ctx = kp->ctx;
+
+    if (kcf->mode == NGX_HTTP_KVROUTE_MODE_ROUND_ROBIN) {
+        return ngx_http_kvroute_fallback(pc, kp,
+                                         NGX_HTTP_KVROUTE_R_ROUND_ROBIN);
+    }
+
+    if (kcf->mode == NGX_HTTP_KVROUTE_MODE_APPROX && ctx->hashes == NULL) {
+        return ngx_http_kvroute_fallback(pc, kp, ctx->reason);
+    }
+
+    peers = rrp->peers;
+    base = (peers == kp->primaries) ? 0 : kp->primaries->number;
+
+    now = ngx_time();
+
+    ngx_http_upstream_rr_peers_rlock(peers);
+
+    /* eligible primaries, as the hash module judges them */
+
+    n = 0;
+
+    for (peer = peers->peer, i = 0;
+         peer && i < NGX_HTTP_KVROUTE_MAX_PEERS;
+         peer = peer->next, i++)
+    {
+        m = (uintptr_t) 1 << i % (8 * sizeof(uintptr_t));
+
+        if (rrp->tried[i / (8 * sizeof(uintptr_t))] & m) {
+            continue;
+        }
+
+        ngx_http_upstream_rr_peer_lock(peers, peer);
+
+        if (peer->down
+            || (peer->max_fails && peer->fails >= peer->max_fails
+                && now - peer->checked <= peer->fail_timeout)
+            || (peer->max_conns && peer->conns >= peer->max_conns))
+        {
+            ngx_http_upstream_rr_peer_unlock(peers, peer);
+            continue;
+        }
+
+        ngx_http_upstream_rr_peer_unlock(peers, peer);
+
+        peers_of[n] = peer;
+        slots[n] = (base + i < kcf->nslots) ? kcf->slots[base + i] : -1;
+        cand[n].weight = peer->weight;
+        cand[n].id_hash = ngx_hash_key(peer->name.data, peer->name.len)
+                          * 0x9e3779b97f4a7c15ULL;
+        n++;
+    }
+
+    if (n == 0) {
+        ngx_http_upstream_rr_peers_unlock(peers);
+        return ngx_http_kvroute_fallback(pc, kp, NGX_HTTP_KVROUTE_R_FALLBACK);
+    }
+
+    if (kcf->mode == NGX_HTTP_KVROUTE_MODE_RANDOM) {
+        k = 0;
+
+        for (i = 0; i < n; i++) {
+            k += cand[i].weight;
+        }
+
+        k = ngx_random() % k;
+
+        for (chosen = 0; chosen < n - 1; chosen++) {
+            if (k < cand[chosen].weight) {
+                break;
+            }
+
+            k -= cand[chosen].weight;
+        }
+
+        reason = NGX_HTTP_KVROUTE_R_RANDOM;
+        ctx->overlap = 0;
+        goto found;
+    }
+
+    index = kcf->zone->sh->index;
+
+    ngx_shmtx_lock(&kcf->zone->shpool->mutex);
+
+    /* candidates without an index slot match nothing */
+
+    for (i = 0; i < n; i++) {
+        overlap[i] = 0;
+    }
+
+    kvr_index_match_slots(index, slots, n, ctx->hashes, ctx->nblocks,
+                          overlap);
+
+    for (i = 0; i < n; i++) {
+        ngx_http_kvroute_load(kcf->zone, slots[i], &requests, &tokens,
+                              &prefill);
+        cand[i].overlap = overlap[i];
+        cand[i].inflight = requests;
+        cand[i].inflight_tokens = tokens;
+        cand[i].inflight_prefill = prefill;
+    }
+
+    demand.blocks = ctx->nblocks;
+    demand.tokens = ctx->tokens;
+    demand.first_block = ctx->first_block;
+    demand.random = ((uint64_t) ngx_random() << 32) ^ ngx_random();
+
+    chosen = kvr_policy_pick(&kcf->policy, cand, n, &demand, &why);
+
+    if (slots[chosen] >= 0) {
+        kvr_index_record(index, slots[chosen], ctx->hashes, ctx->nblocks);
+    }
+
+    ngx_shmtx_unlock(&kcf->zone->shpool->mutex);
+
+    ctx->overlap = overlap[chosen];
+
+    switch (why) {
+    case KVR_PICK_OVERLAP:
+        reason = NGX_HTTP_KVROUTE_R_OVERLAP;
+        break;
+    case KVR_PICK_HOME:
+        reason = NGX_HTTP_KVROUTE_R_HOME;
+        break;
+    case KVR_PICK_LOAD:
+        reason = NGX_HTTP_KVROUTE_R_LOAD;
+        break;
+    default:
+        reason = NGX_HTTP_KVROUTE_R_COST;
+        break;
+    }
+
+found:
+
+    peer = peers_of[chosen];
+
+    ngx_http_upstream_rr_peer_lock(peers, peer);
+
+    rrp->current = peer;
+
+    pc->sockaddr = peer->sockaddr;
+    pc->socklen = peer->socklen;
+    pc->name = &peer->name;
+
+    peer->conns++;
+
+    if (now - peer->checked > peer->fail_timeout) {
+        peer->checked = now;
+    }
+
+    ngx_http_upstream_rr_peer_unlock(peers, peer);
+    ngx_http_upstream_rr_peers_unlock(peers);
+
+    for (peer = peers->peer, i = 0; peer; peer = peer->next, i++) {
+        if (peer == peers_of[chosen]) {
+            break;
+        }
+    }
+
+    m = (uintptr_t) 1 << i % (8 * sizeof(uintptr_t));
+    rrp->tried[i / (8 * sizeof(uintptr_t))] |= m;
+
+    rc = ngx_http_kvroute_charge(kp, peers_of[chosen], ctx->overlap);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    ngx_http_kvroute_decided(pc, kp, reason);
+
+    return NGX_OK;
+}
+
+
+/* nginx's own round robin, which also handles backups and NGX_BUSY */
+
+static ngx_int_t
+ngx_http_kvroute_fallback(ngx_peer_connection_t *pc,
+    ngx_http_kvroute_peer_data_t *kp, ngx_uint_t reason)
+{
+    ngx_int_t  rc;
+
+    rc = ngx_http_upstream_get_round_robin_peer(pc, &kp->rrp);
+
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    kp->ctx->overlap = 0;
+
+    if (ngx_http_kvroute_charge(kp, kp->rrp.current, 0) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    ngx_http_kvroute_decided(pc, kp, reason);
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_kvroute_charge(ngx_http_kvroute_peer_data_t *kp,
+    ngx_http_upstream_rr_peer_t *chosen, ngx_uint_t overlap)
+{
+    uint64_t                       cached;
+    ngx_int_t                      slot;
+    ngx_uint_t                     i;
+    ngx_http_kvroute_row_t        *row;
+    ngx_http_upstream_rr_peer_t   *peer;
+    ngx_http_upstream_rr_peers_t  *list;
+
+    /* the chosen peer's position: primaries first, then backups */
+
+    i = 0;
+    slot = -1;
+
+    for (list = kp->primaries; list; list = list->next) {
+        for (peer = list->peer; peer; peer = peer->next, i++) {
+            if (peer == chosen) {
+                slot = (i < kp->conf->nslots) ? kp->conf->slots[i] : -1;
+                goto located;
+            }
+        }
+    }
+
+located:
+
+    if (slot < 0 || kp->conf->zone->row < 0) {
+        return NGX_OK;
+    }
+
+    row = &kp->conf->zone->sh->rows[kp->conf->zone->row];
+
+    cached = (uint64_t) overlap * kp->conf->block_size;
+
+    kp->charged_slot = slot;
+    kp->charged_tokens = kp->ctx->tokens;
+    kp->charged_prefill = kp->ctx->tokens > cached
+                          ? kp->ctx->tokens - cached : 0;
+
+    (void) ngx_atomic_fetch_add(&row->requests[slot], 1);
+    (void) ngx_atomic_fetch_add(&row->tokens[slot], kp->charged_tokens);
+    (void) ngx_atomic_fetch_add(&row->prefill[slot], kp->charged_prefill);
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_kvroute_decided(ngx_peer_connection_t *pc,
+    ngx_http_kvroute_peer_data_t *kp, ngx_uint_t reason)
+{
+    uint64_t                   now;
+    ngx_http_kvroute_ctx_t    *ctx;
+    ngx_http_kvroute_shctx_t  *sh;
+
+    ctx = kp->ctx;
+    sh = kp->conf->zone->sh;
+
+    now = ngx_http_kvroute_usec();
+
+    ctx->reason = reason;
+    ctx->server = *pc->name;
+    ctx->decision_usec = now - ctx->start_usec;
+
+    (void) ngx_atomic_fetch_add(&sh->decisions[reason], 1);
+    (void) ngx_atomic_fetch_add(&sh->decision_usec, ctx->decision_usec);
+}
+
+
+static void
+ngx_http_kvroute_free_peer(ngx_peer_connection_t *pc, void *data,
+    ngx_uint_t state)
+{
+    ngx_http_kvroute_peer_data_t  *kp = data;
+
+    ngx_int_t                  slot;
+    ngx_http_kvroute_row_t    *row;
+
+    slot = kp->charged_slot;
+
+    if (slot >= 0 && kp->conf->zone->row >= 0) {
+        row = &kp->conf->zone->sh->rows[kp->conf->zone->row];
+
+        (void) ngx_atomic_fetch_add(&row->requests[slot], -1);
+        (void) ngx_atomic_fetch_add(&row->tokens[slot],
+                                    -(ngx_atomic_int_t) kp->charged_tokens);
+        (void) ngx_atomic_fetch_add(&row->prefill[slot],
+                                    -(ngx_atomic_int_t) kp->charged_prefill);
+
+        kp->charged_slot = -1;
+    }
+
+    ngx_http_upstream_free_round_robin_peer(pc, &kp->rrp, state);
+}

@@ -1,0 +1,354 @@
+/*
+ * Copyright (C) kvroute developers
+ *
+ * Request side: makes sure the whole body has been read before the
+ * upstream phase (a precontent handler, as the mirror module does), then
+ * turns it into block keys once per request.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+#include <time.h>
+
+#include "ngx_http_kvroute.h"
+#include "kvr_request.h"
+#include "kvr_hash.h"
+
+
+#define NGX_HTTP_KVROUTE_LOG_INTERVAL  1    /* seconds between alike lines */
+
+
+static void ngx_http_kvroute_body_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_kvroute_endpoint(ngx_http_request_t *r);
+static ngx_int_t ngx_http_kvroute_body_bytes(ngx_http_request_t *r,
+    size_t max, u_char **data, size_t *len);
+static void ngx_http_kvroute_log_reason(ngx_http_request_t *r,
+    ngx_uint_t reason, size_t body_len);
+
+
+static ngx_uint_t  ngx_http_kvroute_parse_reasons[] = {
+    NGX_HTTP_KVROUTE_R_NONE,             /* KVR_PARSE_OK */
+    NGX_HTTP_KVROUTE_R_NOT_JSON,
+    NGX_HTTP_KVROUTE_R_INVALID_UTF8,
+    NGX_HTTP_KVROUTE_R_NOT_OBJECT,
+    NGX_HTTP_KVROUTE_R_NO_PROMPT,
+    NGX_HTTP_KVROUTE_R_EMPTY_PROMPT,
+    NGX_HTTP_KVROUTE_R_TOO_LARGE,
+    NGX_HTTP_KVROUTE_R_NO_MEMORY
+};
+
+
+ngx_http_kvroute_ctx_t *
+ngx_http_kvroute_get_ctx(ngx_http_request_t *r)
+{
+    ngx_http_kvroute_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_kvroute_module);
+
+    if (ctx == NULL) {
+        ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_kvroute_ctx_t));
+        if (ctx == NULL) {
+            return NULL;
+        }
+
+        ngx_http_set_ctx(r, ctx, ngx_http_kvroute_module);
+    }
+
+    return ctx;
+}
+
+
+/*
+ * Reads the whole body of inference requests before the content phase, so
+ * the balancer sees it complete even with proxy_request_buffering off or
+ * HTTP/2.  proxy's own read then finds it already there.
+ */
+
+ngx_int_t
+ngx_http_kvroute_precontent_handler(ngx_http_request_t *r)
+{
+    ngx_int_t                     rc;
+    ngx_http_kvroute_ctx_t       *ctx;
+    ngx_http_kvroute_loc_conf_t  *klcf;
+
+    if (r != r->main || r->method != NGX_HTTP_POST) {
+        return NGX_DECLINED;
+    }
+
+    klcf = ngx_http_get_module_loc_conf(r, ngx_http_kvroute_module);
+
+    if (!klcf->read_body || ngx_http_kvroute_endpoint(r) == -1) {
+        return NGX_DECLINED;
+    }
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_kvroute_module);
+
+    if (ctx && ctx->body_ready) {
+        return NGX_DECLINED;
+    }
+
+    if (ctx && ctx->body_waiting) {
+        return NGX_DONE;
+    }
+
+    ctx = ngx_http_kvroute_get_ctx(r);
+    if (ctx == NULL) {
+        return NGX_ERROR;
+    }
+
+    ctx->body_waiting = 1;
+
+    rc = ngx_http_read_client_request_body(r, ngx_http_kvroute_body_handler);
+
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+        return rc;
+    }
+
+    ngx_http_finalize_request(r, NGX_DONE);
+
+    return NGX_DONE;
+}
+
+
+static void
+ngx_http_kvroute_body_handler(ngx_http_request_t *r)
+{
+    ngx_http_kvroute_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_kvroute_module);
+
+    ctx->body_waiting = 0;
+    ctx->body_ready = 1;
+
+    r->preserve_body = 1;
+
+    r->write_event_handler = ngx_http_core_run_phases;
+    ngx_http_core_run_phases(r);
+}
+
+
+/*
+ * Turns the request into block keys, once per request (retries reuse it).
+ * Anything unusable leaves ctx->hashes NULL with the reason set: the
+ * balancer then balances as nginx would.
+ */
+
+void
+ngx_http_kvroute_analyze(ngx_http_request_t *r,
+    ngx_http_kvroute_srv_conf_t *kcf, ngx_http_kvroute_ctx_t *ctx)
+{
+    u_char              *body;
+    size_t               len, max_blocks;
+    uint64_t             seed;
+    ngx_int_t            endpoint, rc;
+    kvr_request_t        req;
+    kvr_parse_status_e   status;
+
+    ctx->analyzed = 1;
+    ctx->start_usec = ngx_http_kvroute_usec();
+
+    if (kcf->mode != NGX_HTTP_KVROUTE_MODE_APPROX) {
+        ctx->reason = (kcf->mode == NGX_HTTP_KVROUTE_MODE_RANDOM)
+                      ? NGX_HTTP_KVROUTE_R_RANDOM
+                      : NGX_HTTP_KVROUTE_R_ROUND_ROBIN;
+    }
+
+    endpoint = ngx_http_kvroute_endpoint(r);
+
+    if (r->method != NGX_HTTP_POST || endpoint == -1) {
+        if (kcf->mode == NGX_HTTP_KVROUTE_MODE_APPROX) {
+            ctx->reason = NGX_HTTP_KVROUTE_R_NOT_INFERENCE;
+        }
+
+        return;
+    }
+
+    rc = ngx_http_kvroute_body_bytes(r, kcf->max_body, &body, &len);
+
+    if (rc != NGX_OK) {
+        ctx->reason = (rc == NGX_DECLINED) ? NGX_HTTP_KVROUTE_R_TOO_LARGE
+                                           : NGX_HTTP_KVROUTE_R_NO_BODY;
+        ngx_http_kvroute_log_reason(r, ctx->reason, len);
+        return;
+    }
+
+    status = kvr_request_parse(&req, endpoint, (char *) body, len,
+                               kcf->max_body);
+
+    if (status != KVR_PARSE_OK) {
+        ctx->reason = ngx_http_kvroute_parse_reasons[status];
+        ngx_http_kvroute_log_reason(r, ctx->reason, len);
+        kvr_request_free(&req);
+        return;
+    }
+
+    seed = kvr_hash_seed(req.model, req.model_len, req.cache_salt,
+                         req.cache_salt_len);
+
+    if (req.ids) {
+        ctx->tokens = req.n_ids;
+        max_blocks = req.n_ids / kcf->block_size;
+
+    } else {
+        /* about 4 bytes of text per token, as text chunks assume */
+        ctx->tokens = req.text_len * kcf->block_size / kcf->chunk_bytes;
+        max_blocks = req.text_len / kcf->chunk_bytes;
+    }
+
+    if (max_blocks == 0) {
+        ctx->reason = NGX_HTTP_KVROUTE_R_SHORT;
+        kvr_request_free(&req);
+        return;
+    }
+
+    ctx->hashes = ngx_palloc(r->pool, max_blocks * sizeof(uint64_t));
+    if (ctx->hashes == NULL) {
+        ctx->reason = NGX_HTTP_KVROUTE_R_NO_MEMORY;
+        kvr_request_free(&req);
+        return;
+    }
+
+    if (req.ids) {
+        ctx->nblocks = kvr_hash_token_blocks(req.ids, req.n_ids,
+                                             kcf->block_size, seed,
+                                             ctx->hashes, max_blocks);
+    } else {
+        ctx->nblocks = kvr_hash_text_blocks(req.text, req.text_len,
+                                            kcf->chunk_bytes, seed,
+                                            ctx->hashes, max_blocks);
+    }
+
+    kvr_request_free(&req);
+
+    ctx->first_block = ctx->hashes[0];
+}
+
+
+static ngx_int_t
+ngx_http_kvroute_endpoint(ngx_http_request_t *r)
+{
+    return kvr_endpoint_from_path((char *) r->uri.data, r->uri.len);
+}
+
+
+/*
+ * The body as one contiguous run of bytes: in place when it is a single
+ * memory buffer, else copied from its buffers and temp file.  NGX_DECLINED
+ * when it is larger than max, NGX_ERROR when absent or still being read.
+ */
+
+static ngx_int_t
+ngx_http_kvroute_body_bytes(ngx_http_request_t *r, size_t max,
+    u_char **data, size_t *len)
+{
+    u_char       *p;
+    off_t         total;
+    ssize_t       n;
+    ngx_buf_t    *b;
+    ngx_chain_t  *cl;
+
+    *len = 0;
+
+    if (r->request_body == NULL || r->request_body->bufs == NULL
+        || r->reading_body || r->request_body_no_buffering)
+    {
+        return NGX_ERROR;
+    }
+
+    total = 0;
+
+    for (cl = r->request_body->bufs; cl; cl = cl->next) {
+        b = cl->buf;
+        total += b->in_file ? b->file_last - b->file_pos : b->last - b->pos;
+    }
+
+    *len = total;
+
+    if (total == 0) {
+        return NGX_ERROR;
+    }
+
+    if ((size_t) total > max) {
+        return NGX_DECLINED;
+    }
+
+    cl = r->request_body->bufs;
+
+    if (cl->next == NULL && !cl->buf->in_file) {
+        *data = cl->buf->pos;
+        return NGX_OK;
+    }
+
+    p = ngx_pnalloc(r->pool, total);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    *data = p;
+
+    for ( /* void */ ; cl; cl = cl->next) {
+        b = cl->buf;
+
+        if (!b->in_file) {
+            p = ngx_cpymem(p, b->pos, b->last - b->pos);
+            continue;
+        }
+
+        n = ngx_read_file(b->file, p, b->file_last - b->file_pos,
+                          b->file_pos);
+
+        if (n != b->file_last - b->file_pos) {
+            return NGX_ERROR;
+        }
+
+        p += n;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * One line per reason per second per worker at most; a burst of bad
+ * requests is summarised by the count it hid.
+ */
+
+static void
+ngx_http_kvroute_log_reason(ngx_http_request_t *r, ngx_uint_t reason,
+    size_t body_len)
+{
+    static time_t      last[NGX_HTTP_KVROUTE_R_LAST];
+    static ngx_uint_t  hidden[NGX_HTTP_KVROUTE_R_LAST];
+
+    time_t  now;
+
+    now = ngx_time();
+
+    if (now - last[reason] < NGX_HTTP_KVROUTE_LOG_INTERVAL) {
+        hidden[reason]++;
+        return;
+    }
+
+    last[reason] = now;
+
+    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                  "kvroute: balancing without prefix (%V), body %uz bytes"
+                  " (%ui alike not logged)",
+                  &ngx_http_kvroute_reason_names[reason], body_len,
+                  hidden[reason]);
+
+    hidden[reason] = 0;
+}
+
+
+uint64_t
+ngx_http_kvroute_usec(void)
+{
+    struct timespec  ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+
+    return (uint64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}

@@ -1,0 +1,268 @@
+/*
+ * Copyright (C) kvroute developers
+ *
+ * The shared zone: decision counters, per-process load rows and the block
+ * index, used by every worker process.  The slab pool's mutex guards it:
+ * the master force-unlocks it when a worker dies holding it.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_kvroute.h"
+
+
+static ngx_int_t ngx_http_kvroute_init_zone(ngx_shm_zone_t *shm_zone,
+    void *data);
+
+
+ngx_http_kvroute_zone_t *
+ngx_http_kvroute_add_zone(ngx_conf_t *cf, ngx_str_t *name, size_t size)
+{
+    ngx_shm_zone_t           *shm_zone;
+    ngx_http_kvroute_zone_t  *zone;
+
+    shm_zone = ngx_shared_memory_add(cf, name, size, &ngx_http_kvroute_module);
+    if (shm_zone == NULL) {
+        return NULL;
+    }
+
+    if (shm_zone->data) {
+        /* another upstream names the same zone: share it */
+        return shm_zone->data;
+    }
+
+    zone = ngx_pcalloc(cf->pool, sizeof(ngx_http_kvroute_zone_t));
+    if (zone == NULL) {
+        return NULL;
+    }
+
+    zone->shm_zone = shm_zone;
+    zone->row = -1;
+
+    shm_zone->init = ngx_http_kvroute_init_zone;
+    shm_zone->data = zone;
+
+    return zone;
+}
+
+
+static ngx_int_t
+ngx_http_kvroute_init_zone(ngx_shm_zone_t *shm_zone, void *data)
+{
+    ngx_http_kvroute_zone_t  *ozone = data;
+
+    size_t                     len, index_size;
+    void                      *region;
+    ngx_slab_pool_t           *shpool;
+    ngx_http_kvroute_zone_t   *zone;
+    ngx_http_kvroute_shctx_t  *sh;
+
+    zone = shm_zone->data;
+
+    if (ozone) {
+        /* reload with the same name and size: keep everything */
+        zone->sh = ozone->sh;
+        zone->shpool = ozone->shpool;
+        return NGX_OK;
+    }
+
+    shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+    zone->shpool = shpool;
+
+    if (shm_zone->shm.exists) {
+        zone->sh = shpool->data;
+        return NGX_OK;
+    }
+
+    sh = ngx_slab_calloc(shpool, sizeof(ngx_http_kvroute_shctx_t));
+    if (sh == NULL) {
+        return NGX_ERROR;
+    }
+
+    zone->sh = sh;
+    shpool->data = sh;
+
+    len = sizeof(" in kvroute zone \"\"") + shm_zone->shm.name.len;
+
+    shpool->log_ctx = ngx_slab_alloc(shpool, len);
+    if (shpool->log_ctx == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_sprintf(shpool->log_ctx, " in kvroute zone \"%V\"%Z",
+                &shm_zone->shm.name);
+
+    shpool->log_nomem = 0;
+
+    /* the index takes every page left, in one run */
+
+    index_size = shpool->pfree * ngx_pagesize;
+    region = NULL;
+
+    while (index_size >= kvr_index_min_size()) {
+        region = ngx_slab_alloc(shpool, index_size);
+        if (region) {
+            break;
+        }
+
+        index_size -= ngx_pagesize;
+    }
+
+    if (region == NULL) {
+        ngx_log_error(NGX_LOG_EMERG, shm_zone->shm.log, 0,
+                      "kvroute zone \"%V\" is too small for the index",
+                      &shm_zone->shm.name);
+        return NGX_ERROR;
+    }
+
+    sh->index = kvr_index_init(region, index_size);
+    if (sh->index == NULL) {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * Each worker charges the load of its requests to a row of its own, so a
+ * worker that dies takes its in-flight requests with it: the next process
+ * that claims a row zeroes the rows of processes that no longer exist.
+ */
+
+ngx_int_t
+ngx_http_kvroute_claim_row(ngx_http_kvroute_zone_t *zone, ngx_log_t *log)
+{
+    ngx_int_t                  i, mine;
+    ngx_http_kvroute_row_t    *row;
+    ngx_http_kvroute_shctx_t  *sh;
+
+    sh = zone->sh;
+    mine = -1;
+
+    ngx_shmtx_lock(&zone->shpool->mutex);
+
+    for (i = 0; i < NGX_HTTP_KVROUTE_MAX_ROWS; i++) {
+        row = &sh->rows[i];
+
+        if (row->pid != 0 && row->pid != ngx_pid
+            && !(kill(row->pid, 0) == -1 && ngx_errno == NGX_ESRCH))
+        {
+            continue;
+        }
+
+        if (row->pid != 0 && row->pid != ngx_pid) {
+            ngx_log_error(NGX_LOG_INFO, log, 0,
+                          "kvroute: released the load of exited process %P",
+                          row->pid);
+        }
+
+        ngx_memzero(row, sizeof(ngx_http_kvroute_row_t));
+
+        if (mine == -1) {
+            mine = i;
+        }
+    }
+
+    if (mine != -1) {
+        sh->rows[mine].pid = ngx_pid;
+    }
+
+    ngx_shmtx_unlock(&zone->shpool->mutex);
+
+    if (mine == -1) {
+        /* more processes than rows: route, but without our load */
+        ngx_log_error(NGX_LOG_WARN, log, 0,
+                      "kvroute: no free load row in zone \"%V\"",
+                      &zone->shm_zone->shm.name);
+    }
+
+    zone->row = mine;
+
+    return NGX_OK;
+}
+
+
+void
+ngx_http_kvroute_load(ngx_http_kvroute_zone_t *zone, ngx_int_t slot,
+    uint64_t *requests, uint64_t *tokens, uint64_t *prefill)
+{
+    ngx_uint_t                 i;
+    ngx_http_kvroute_row_t    *row;
+
+    *requests = 0;
+    *tokens = 0;
+    *prefill = 0;
+
+    if (slot < 0 || slot >= NGX_HTTP_KVROUTE_MAX_PEERS) {
+        return;
+    }
+
+    for (i = 0; i < NGX_HTTP_KVROUTE_MAX_ROWS; i++) {
+        row = &zone->sh->rows[i];
+
+        if (row->pid == 0) {
+            continue;
+        }
+
+        *requests += row->requests[slot];
+        *tokens += row->tokens[slot];
+        *prefill += row->prefill[slot];
+    }
+}
+
+
+/*
+ * Index slots are keyed by the peer's name (address:port), so a server
+ * keeps its blocks across reloads that reorder or change the server list.
+ */
+
+ngx_int_t
+ngx_http_kvroute_resolve_slots(ngx_http_kvroute_srv_conf_t *kcf,
+    ngx_http_upstream_rr_peers_t *peers)
+{
+    ngx_int_t                      slot, *slots;
+    ngx_uint_t                     n, i;
+    ngx_http_upstream_rr_peer_t   *peer;
+    ngx_http_upstream_rr_peers_t  *list;
+
+    n = peers->number + (peers->next ? peers->next->number : 0);
+
+    slots = ngx_alloc(n * sizeof(ngx_int_t), ngx_cycle->log);
+    if (slots == NULL) {
+        return NGX_ERROR;
+    }
+
+    i = 0;
+
+    ngx_shmtx_lock(&kcf->zone->shpool->mutex);
+
+    for (list = peers; list; list = (list == peers) ? peers->next : NULL) {
+
+        for (peer = list->peer; peer && i < n; peer = peer->next) {
+            slot = kvr_index_slot(kcf->zone->sh->index,
+                                  (char *) peer->name.data, peer->name.len);
+
+            if (slot >= 0) {
+                kvr_index_slot_set_capacity(kcf->zone->sh->index, slot,
+                                            kcf->capacity);
+            }
+
+            slots[i++] = slot;
+        }
+    }
+
+    ngx_shmtx_unlock(&kcf->zone->shpool->mutex);
+
+    for ( /* void */ ; i < n; i++) {
+        slots[i] = -1;
+    }
+
+    kcf->slots = slots;
+    kcf->nslots = n;
+
+    return NGX_OK;
+}

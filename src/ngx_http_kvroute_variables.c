@@ -1,0 +1,166 @@
+/*
+ * Copyright (C) kvroute developers
+ *
+ * Variables for log_format: what kvroute decided for a request and why.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_kvroute.h"
+
+
+static ngx_int_t ngx_http_kvroute_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+
+
+ngx_str_t  ngx_http_kvroute_reason_names[] = {
+    ngx_string("-"),
+    ngx_string("not-inference"),
+    ngx_string("no-body"),
+    ngx_string("not-json"),
+    ngx_string("invalid-utf8"),
+    ngx_string("not-object"),
+    ngx_string("no-prompt"),
+    ngx_string("empty-prompt"),
+    ngx_string("too-large"),
+    ngx_string("no-memory"),
+    ngx_string("short"),
+    ngx_string("overlap"),
+    ngx_string("home"),
+    ngx_string("load"),
+    ngx_string("cost"),
+    ngx_string("fallback"),
+    ngx_string("round-robin"),
+    ngx_string("random"),
+    ngx_null_string
+};
+
+
+enum {
+    NGX_HTTP_KVROUTE_VAR_SERVER = 0,
+    NGX_HTTP_KVROUTE_VAR_REASON,
+    NGX_HTTP_KVROUTE_VAR_OVERLAP,
+    NGX_HTTP_KVROUTE_VAR_BLOCKS,
+    NGX_HTTP_KVROUTE_VAR_TOKENS,
+    NGX_HTTP_KVROUTE_VAR_USEC
+};
+
+
+static ngx_http_variable_t  ngx_http_kvroute_vars[] = {
+
+    { ngx_string("kvroute_server"), NULL, ngx_http_kvroute_variable,
+      NGX_HTTP_KVROUTE_VAR_SERVER, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("kvroute_reason"), NULL, ngx_http_kvroute_variable,
+      NGX_HTTP_KVROUTE_VAR_REASON, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("kvroute_overlap"), NULL, ngx_http_kvroute_variable,
+      NGX_HTTP_KVROUTE_VAR_OVERLAP, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("kvroute_blocks"), NULL, ngx_http_kvroute_variable,
+      NGX_HTTP_KVROUTE_VAR_BLOCKS, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("kvroute_tokens"), NULL, ngx_http_kvroute_variable,
+      NGX_HTTP_KVROUTE_VAR_TOKENS, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("kvroute_decision_us"), NULL, ngx_http_kvroute_variable,
+      NGX_HTTP_KVROUTE_VAR_USEC, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+      ngx_http_null_variable
+};
+
+
+ngx_int_t
+ngx_http_kvroute_add_variables(ngx_conf_t *cf)
+{
+    ngx_http_variable_t  *var, *v;
+
+    for (v = ngx_http_kvroute_vars; v->name.len; v++) {
+        var = ngx_http_add_variable(cf, &v->name, v->flags);
+        if (var == NULL) {
+            return NGX_ERROR;
+        }
+
+        var->get_handler = v->get_handler;
+        var->data = v->data;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_kvroute_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    u_char                  *p;
+    uint64_t                 number;
+    ngx_str_t               *s;
+    ngx_http_kvroute_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_kvroute_module);
+
+    if (ctx == NULL || !ctx->analyzed) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    switch (data) {
+
+    case NGX_HTTP_KVROUTE_VAR_SERVER:
+        s = &ctx->server;
+
+        if (s->len == 0) {
+            v->not_found = 1;
+            return NGX_OK;
+        }
+
+        goto string;
+
+    case NGX_HTTP_KVROUTE_VAR_REASON:
+        s = &ngx_http_kvroute_reason_names[ctx->reason];
+        goto string;
+
+    case NGX_HTTP_KVROUTE_VAR_OVERLAP:
+        number = ctx->overlap;
+        break;
+
+    case NGX_HTTP_KVROUTE_VAR_BLOCKS:
+        number = ctx->nblocks;
+        break;
+
+    case NGX_HTTP_KVROUTE_VAR_TOKENS:
+        number = ctx->tokens;
+        break;
+
+    default: /* NGX_HTTP_KVROUTE_VAR_USEC */
+        number = ctx->decision_usec;
+        break;
+    }
+
+    p = ngx_pnalloc(r->pool, NGX_INT64_LEN);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    v->len = ngx_sprintf(p, "%uL", number) - p;
+    v->data = p;
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+
+    return NGX_OK;
+
+string:
+
+    v->len = s->len;
+    v->data = s->data;
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+
+    return NGX_OK;
+}
