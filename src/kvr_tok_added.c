@@ -1,0 +1,231 @@
+/*
+ * Copyright (C) kvroute developers
+ *
+ * A byte trie with sibling lists.  The root's children are indexed by byte
+ * so that the scan for a first byte is one table lookup per input byte.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kvr_tok_added.h"
+
+
+#define KVR_ADDED_NONE  0xffffffffu
+
+
+typedef struct {
+    uint32_t  child;         /* first child, KVR_ADDED_NONE if none */
+    uint32_t  sibling;       /* next sibling, KVR_ADDED_NONE if none */
+    uint32_t  token;         /* index in tokens, KVR_ADDED_NONE if none */
+    uint8_t   byte;
+} kvr_added_node_t;
+
+
+typedef struct {
+    uint32_t  id;
+    unsigned  flags;
+} kvr_added_token_t;
+
+
+struct kvr_tok_added_s {
+    uint32_t            root[256];   /* node of each first byte */
+    kvr_added_node_t   *nodes;
+    size_t              n_nodes;
+    size_t              nodes_cap;
+    kvr_added_token_t  *tokens;
+    size_t              n_tokens;
+    size_t              tokens_cap;
+};
+
+
+kvr_tok_added_t *
+kvr_tok_added_create(void)
+{
+    int               i;
+    kvr_tok_added_t  *at;
+
+    at = calloc(1, sizeof(kvr_tok_added_t));
+    if (at == NULL) {
+        return NULL;
+    }
+
+    for (i = 0; i < 256; i++) {
+        at->root[i] = KVR_ADDED_NONE;
+    }
+
+    return at;
+}
+
+
+void
+kvr_tok_added_free(kvr_tok_added_t *at)
+{
+    if (at == NULL) {
+        return;
+    }
+
+    free(at->nodes);
+    free(at->tokens);
+    free(at);
+}
+
+
+size_t
+kvr_tok_added_count(const kvr_tok_added_t *at)
+{
+    return at->n_tokens;
+}
+
+
+static uint32_t
+kvr_added_new_node(kvr_tok_added_t *at, uint8_t byte)
+{
+    size_t             cap;
+    kvr_added_node_t  *nodes;
+
+    if (at->n_nodes == at->nodes_cap) {
+        cap = at->nodes_cap ? at->nodes_cap * 2 : 256;
+        nodes = realloc(at->nodes, cap * sizeof(kvr_added_node_t));
+        if (nodes == NULL) {
+            return KVR_ADDED_NONE;
+        }
+
+        at->nodes = nodes;
+        at->nodes_cap = cap;
+    }
+
+    nodes = &at->nodes[at->n_nodes];
+    nodes->child = KVR_ADDED_NONE;
+    nodes->sibling = KVR_ADDED_NONE;
+    nodes->token = KVR_ADDED_NONE;
+    nodes->byte = byte;
+
+    return (uint32_t) at->n_nodes++;
+}
+
+
+static uint32_t
+kvr_added_child(const kvr_tok_added_t *at, uint32_t node, uint8_t byte)
+{
+    uint32_t  c;
+
+    for (c = at->nodes[node].child; c != KVR_ADDED_NONE;
+         c = at->nodes[c].sibling)
+    {
+        if (at->nodes[c].byte == byte) {
+            return c;
+        }
+    }
+
+    return KVR_ADDED_NONE;
+}
+
+
+int
+kvr_tok_added_add(kvr_tok_added_t *at, const uint8_t *content, size_t len,
+    uint32_t id, unsigned flags)
+{
+    size_t              i, cap;
+    uint32_t            node, next;
+    kvr_added_token_t  *tokens;
+
+    if (len == 0) {
+        return -1;
+    }
+
+    node = at->root[content[0]];
+
+    if (node == KVR_ADDED_NONE) {
+        node = kvr_added_new_node(at, content[0]);
+        if (node == KVR_ADDED_NONE) {
+            return -1;
+        }
+
+        at->root[content[0]] = node;
+    }
+
+    for (i = 1; i < len; i++) {
+        next = kvr_added_child(at, node, content[i]);
+
+        if (next == KVR_ADDED_NONE) {
+            next = kvr_added_new_node(at, content[i]);
+            if (next == KVR_ADDED_NONE) {
+                return -1;
+            }
+
+            at->nodes[next].sibling = at->nodes[node].child;
+            at->nodes[node].child = next;
+        }
+
+        node = next;
+    }
+
+    if (at->nodes[node].token != KVR_ADDED_NONE) {
+        return 1;
+    }
+
+    if (at->n_tokens == at->tokens_cap) {
+        cap = at->tokens_cap ? at->tokens_cap * 2 : 64;
+        tokens = realloc(at->tokens, cap * sizeof(kvr_added_token_t));
+        if (tokens == NULL) {
+            return -1;
+        }
+
+        at->tokens = tokens;
+        at->tokens_cap = cap;
+    }
+
+    at->tokens[at->n_tokens].id = id;
+    at->tokens[at->n_tokens].flags = flags;
+    at->nodes[node].token = (uint32_t) at->n_tokens++;
+
+    return 0;
+}
+
+
+int
+kvr_tok_added_find(const kvr_tok_added_t *at, const uint8_t *s, size_t len,
+    size_t from, kvr_tok_added_match_t *m)
+{
+    size_t    i, j;
+    uint32_t  node, best;
+
+    for (i = from; i < len; i++) {
+        node = at->root[s[i]];
+
+        if (node == KVR_ADDED_NONE) {
+            continue;
+        }
+
+        best = KVR_ADDED_NONE;
+        j = i + 1;
+
+        for ( ;; ) {
+            if (at->nodes[node].token != KVR_ADDED_NONE) {
+                best = at->nodes[node].token;
+                m->end = j;
+            }
+
+            if (j == len) {
+                break;
+            }
+
+            node = kvr_added_child(at, node, s[j]);
+            if (node == KVR_ADDED_NONE) {
+                break;
+            }
+
+            j++;
+        }
+
+        if (best != KVR_ADDED_NONE) {
+            m->start = i;
+            m->id = at->tokens[best].id;
+            m->flags = at->tokens[best].flags;
+            return 0;
+        }
+    }
+
+    return -1;
+}

@@ -1,0 +1,741 @@
+/*
+ * Copyright (C) kvroute developers
+ *
+ * Byte-level BPE (HF models/bpe/model.rs and word.rs): merge_all with a
+ * min-heap ordered by (rank, position), so long pieces cost O(m log m).
+ */
+
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "kvr_tok_bpe.h"
+
+
+#define KVR_BPE_NO_ID         0xffffffffu
+#define KVR_BPE_EMPTY_PAIR    0xffffffffffffffffull
+
+/* word cache: direct-mapped, only short pieces (results never change) */
+#define KVR_BPE_CACHE_SLOTS   16384
+#define KVR_BPE_CACHE_MAX_KEY 128
+
+
+typedef struct {
+    uint32_t   hash;
+    uint32_t   id;           /* KVR_BPE_NO_ID: free slot */
+    uint32_t   off;          /* key bytes in the arena */
+    uint32_t   len;
+} kvr_bpe_vocab_slot_t;
+
+
+typedef struct {
+    uint64_t   pair;         /* left << 32 | right */
+    uint32_t   rank;
+    uint32_t   new_id;
+} kvr_bpe_merge_slot_t;
+
+
+typedef struct {
+    uint32_t   id;
+    int32_t    prev;
+    int32_t    next;
+    uint32_t   len;          /* 0: absorbed into its left neighbour */
+} kvr_bpe_symbol_t;
+
+
+typedef struct {
+    uint32_t   rank;
+    uint32_t   pos;
+    uint32_t   new_id;
+} kvr_bpe_merge_t;
+
+
+typedef struct {
+    uint64_t   hash;
+    uint32_t   key_len;
+    uint32_t   n_ids;
+    uint8_t   *data;         /* key bytes, then n_ids uint32 ids */
+} kvr_bpe_cache_slot_t;
+
+
+struct kvr_tok_bpe_s {
+    kvr_bpe_vocab_slot_t  *vocab;
+    size_t                 vocab_mask;
+    size_t                 vocab_used;
+    uint8_t               *arena;
+    size_t                 arena_len;
+    size_t                 arena_cap;
+
+    kvr_bpe_merge_slot_t  *merges;
+    size_t                 merges_mask;
+    size_t                 merges_used;
+
+    uint32_t               byte_id[256];   /* KVR_BPE_NO_ID when absent */
+    int                    ignore_merges;
+
+    /* per-process scratch, grown on demand */
+    kvr_bpe_symbol_t      *symbols;
+    size_t                 symbols_cap;
+    kvr_bpe_merge_t       *heap;
+    size_t                 heap_cap;
+
+    kvr_bpe_cache_slot_t  *cache;
+};
+
+
+static size_t
+kvr_bpe_table_size(size_t n)
+{
+    size_t  size;
+
+    /* load factor at most 1/2 */
+    size = 1024;
+
+    while (size < n * 2) {
+        size <<= 1;
+    }
+
+    return size;
+}
+
+
+kvr_tok_bpe_t *
+kvr_tok_bpe_create(size_t n_vocab, size_t n_merges)
+{
+    size_t          i, vsize, msize;
+    kvr_tok_bpe_t  *bpe;
+
+    bpe = calloc(1, sizeof(kvr_tok_bpe_t));
+    if (bpe == NULL) {
+        return NULL;
+    }
+
+    vsize = kvr_bpe_table_size(n_vocab);
+    msize = kvr_bpe_table_size(n_merges);
+
+    bpe->vocab = malloc(vsize * sizeof(kvr_bpe_vocab_slot_t));
+    bpe->merges = malloc(msize * sizeof(kvr_bpe_merge_slot_t));
+    bpe->cache = calloc(KVR_BPE_CACHE_SLOTS, sizeof(kvr_bpe_cache_slot_t));
+    bpe->arena_cap = 16 * n_vocab + 4096;
+    bpe->arena = malloc(bpe->arena_cap);
+
+    if (bpe->vocab == NULL || bpe->merges == NULL || bpe->cache == NULL
+        || bpe->arena == NULL)
+    {
+        kvr_tok_bpe_free(bpe);
+        return NULL;
+    }
+
+    for (i = 0; i < vsize; i++) {
+        bpe->vocab[i].id = KVR_BPE_NO_ID;
+    }
+
+    for (i = 0; i < msize; i++) {
+        bpe->merges[i].pair = KVR_BPE_EMPTY_PAIR;
+    }
+
+    for (i = 0; i < 256; i++) {
+        bpe->byte_id[i] = KVR_BPE_NO_ID;
+    }
+
+    bpe->vocab_mask = vsize - 1;
+    bpe->merges_mask = msize - 1;
+
+    return bpe;
+}
+
+
+void
+kvr_tok_bpe_free(kvr_tok_bpe_t *bpe)
+{
+    size_t  i;
+
+    if (bpe == NULL) {
+        return;
+    }
+
+    if (bpe->cache != NULL) {
+        for (i = 0; i < KVR_BPE_CACHE_SLOTS; i++) {
+            free(bpe->cache[i].data);
+        }
+    }
+
+    free(bpe->cache);
+    free(bpe->vocab);
+    free(bpe->merges);
+    free(bpe->arena);
+    free(bpe->symbols);
+    free(bpe->heap);
+    free(bpe);
+}
+
+
+static kvr_bpe_vocab_slot_t *
+kvr_bpe_vocab_find(const kvr_tok_bpe_t *bpe, const uint8_t *key,
+    size_t len, uint32_t hash)
+{
+    size_t                 i;
+    kvr_bpe_vocab_slot_t  *slot;
+
+    for (i = hash & bpe->vocab_mask; /* void */ ;
+         i = (i + 1) & bpe->vocab_mask)
+    {
+        slot = &bpe->vocab[i];
+
+        if (slot->id == KVR_BPE_NO_ID) {
+            return slot;
+        }
+
+        if (slot->hash == hash && slot->len == len
+            && memcmp(bpe->arena + slot->off, key, len) == 0)
+        {
+            return slot;
+        }
+    }
+}
+
+
+int
+kvr_tok_bpe_add_token(kvr_tok_bpe_t *bpe, const uint8_t *key, size_t len,
+    uint32_t id)
+{
+    size_t                 cap;
+    uint8_t               *arena;
+    uint32_t               hash;
+    kvr_bpe_vocab_slot_t  *slot;
+
+    if (id == KVR_BPE_NO_ID || len > 0xffffff) {
+        return -1;
+    }
+
+    if ((bpe->vocab_used + 1) * 2 > bpe->vocab_mask + 1) {
+        /* the size was given at create time; more is a caller bug */
+        return -1;
+    }
+
+    hash = (uint32_t) XXH3_64bits(key, len);
+    slot = kvr_bpe_vocab_find(bpe, key, len, hash);
+
+    if (slot->id != KVR_BPE_NO_ID) {
+        return 1;
+    }
+
+    if (bpe->arena_len + len > bpe->arena_cap) {
+        cap = (bpe->arena_cap + len) * 2;
+        arena = realloc(bpe->arena, cap);
+        if (arena == NULL) {
+            return -1;
+        }
+
+        bpe->arena = arena;
+        bpe->arena_cap = cap;
+    }
+
+    memcpy(bpe->arena + bpe->arena_len, key, len);
+
+    slot->hash = hash;
+    slot->id = id;
+    slot->off = (uint32_t) bpe->arena_len;
+    slot->len = (uint32_t) len;
+
+    bpe->arena_len += len;
+    bpe->vocab_used++;
+
+    return 0;
+}
+
+
+int
+kvr_tok_bpe_lookup(const kvr_tok_bpe_t *bpe, const uint8_t *key, size_t len,
+    uint32_t *id)
+{
+    kvr_bpe_vocab_slot_t  *slot;
+
+    slot = kvr_bpe_vocab_find(bpe, key, len, (uint32_t) XXH3_64bits(key, len));
+
+    if (slot->id == KVR_BPE_NO_ID) {
+        return -1;
+    }
+
+    *id = slot->id;
+
+    return 0;
+}
+
+
+static uint64_t
+kvr_bpe_pair_hash(uint64_t pair)
+{
+    /* a 64-bit mix (splitmix64 finalizer) */
+    pair ^= pair >> 30;
+    pair *= 0xbf58476d1ce4e5b9ull;
+    pair ^= pair >> 27;
+    pair *= 0x94d049bb133111ebull;
+    pair ^= pair >> 31;
+
+    return pair;
+}
+
+
+static kvr_bpe_merge_slot_t *
+kvr_bpe_merge_find(const kvr_tok_bpe_t *bpe, uint64_t pair)
+{
+    size_t                 i;
+    kvr_bpe_merge_slot_t  *slot;
+
+    for (i = kvr_bpe_pair_hash(pair) & bpe->merges_mask; /* void */ ;
+         i = (i + 1) & bpe->merges_mask)
+    {
+        slot = &bpe->merges[i];
+
+        if (slot->pair == pair || slot->pair == KVR_BPE_EMPTY_PAIR) {
+            return slot;
+        }
+    }
+}
+
+
+int
+kvr_tok_bpe_add_merge(kvr_tok_bpe_t *bpe, uint32_t left, uint32_t right,
+    uint32_t rank, uint32_t new_id)
+{
+    uint64_t               pair;
+    kvr_bpe_merge_slot_t  *slot;
+
+    pair = (uint64_t) left << 32 | right;
+    slot = kvr_bpe_merge_find(bpe, pair);
+
+    if (slot->pair == KVR_BPE_EMPTY_PAIR) {
+        if ((bpe->merges_used + 1) * 2 > bpe->merges_mask + 1) {
+            return -1;
+        }
+
+        bpe->merges_used++;
+        slot->pair = pair;
+    }
+
+    slot->rank = rank;
+    slot->new_id = new_id;
+
+    return 0;
+}
+
+
+void
+kvr_tok_bpe_finish(kvr_tok_bpe_t *bpe, int ignore_merges)
+{
+    int      b;
+    uint8_t  byte;
+
+    for (b = 0; b < 256; b++) {
+        byte = (uint8_t) b;
+
+        if (kvr_tok_bpe_lookup(bpe, &byte, 1, &bpe->byte_id[b]) != 0) {
+            bpe->byte_id[b] = KVR_BPE_NO_ID;
+        }
+    }
+
+    bpe->ignore_merges = ignore_merges;
+}
+
+
+static int
+kvr_bpe_merge_less(const kvr_bpe_merge_t *a, const kvr_bpe_merge_t *b)
+{
+    if (a->rank != b->rank) {
+        return a->rank < b->rank;
+    }
+
+    return a->pos < b->pos;
+}
+
+
+static int
+kvr_bpe_heap_push(kvr_tok_bpe_t *bpe, size_t *n, uint32_t rank,
+    uint32_t pos, uint32_t new_id)
+{
+    size_t            i, parent, cap;
+    kvr_bpe_merge_t   m, *heap;
+
+    if (*n == bpe->heap_cap) {
+        cap = bpe->heap_cap ? bpe->heap_cap * 2 : 256;
+        heap = realloc(bpe->heap, cap * sizeof(kvr_bpe_merge_t));
+        if (heap == NULL) {
+            return -1;
+        }
+
+        bpe->heap = heap;
+        bpe->heap_cap = cap;
+    }
+
+    m.rank = rank;
+    m.pos = pos;
+    m.new_id = new_id;
+
+    heap = bpe->heap;
+    i = (*n)++;
+
+    while (i > 0) {
+        parent = (i - 1) / 2;
+
+        if (!kvr_bpe_merge_less(&m, &heap[parent])) {
+            break;
+        }
+
+        heap[i] = heap[parent];
+        i = parent;
+    }
+
+    heap[i] = m;
+
+    return 0;
+}
+
+
+static kvr_bpe_merge_t
+kvr_bpe_heap_pop(kvr_tok_bpe_t *bpe, size_t *n)
+{
+    size_t            i, child;
+    kvr_bpe_merge_t   top, last, *heap;
+
+    heap = bpe->heap;
+    top = heap[0];
+    last = heap[--(*n)];
+    i = 0;
+
+    for ( ;; ) {
+        child = 2 * i + 1;
+
+        if (child >= *n) {
+            break;
+        }
+
+        if (child + 1 < *n && kvr_bpe_merge_less(&heap[child + 1],
+                                                 &heap[child]))
+        {
+            child++;
+        }
+
+        if (!kvr_bpe_merge_less(&heap[child], &last)) {
+            break;
+        }
+
+        heap[i] = heap[child];
+        i = child;
+    }
+
+    heap[i] = last;
+
+    return top;
+}
+
+
+static const kvr_bpe_merge_slot_t *
+kvr_bpe_merge_get(const kvr_tok_bpe_t *bpe, uint32_t left, uint32_t right)
+{
+    kvr_bpe_merge_slot_t  *slot;
+
+    slot = kvr_bpe_merge_find(bpe, (uint64_t) left << 32 | right);
+
+    return slot->pair == KVR_BPE_EMPTY_PAIR ? NULL : slot;
+}
+
+
+/* HF Word::merge_all: the surviving symbols end up in symbols[] */
+static int
+kvr_bpe_merge_all(kvr_tok_bpe_t *bpe, size_t n_sym)
+{
+    size_t                       i, n_heap, next_pos;
+    kvr_bpe_merge_t              top;
+    kvr_bpe_symbol_t            *sym, right;
+    const kvr_bpe_merge_slot_t  *m;
+
+    sym = bpe->symbols;
+    n_heap = 0;
+
+    for (i = 0; i + 1 < n_sym; i++) {
+        m = kvr_bpe_merge_get(bpe, sym[i].id, sym[i + 1].id);
+
+        if (m != NULL
+            && kvr_bpe_heap_push(bpe, &n_heap, m->rank, (uint32_t) i,
+                                 m->new_id) != 0)
+        {
+            return -1;
+        }
+    }
+
+    while (n_heap > 0) {
+        top = kvr_bpe_heap_pop(bpe, &n_heap);
+
+        if (sym[top.pos].len == 0 || sym[top.pos].next < 0) {
+            continue;
+        }
+
+        next_pos = (size_t) sym[top.pos].next;
+        right = sym[next_pos];
+
+        /* stale entry: the pair at pos changed since it was pushed */
+        m = kvr_bpe_merge_get(bpe, sym[top.pos].id, right.id);
+        if (m == NULL || m->new_id != top.new_id) {
+            continue;
+        }
+
+        sym[top.pos].id = top.new_id;
+        sym[top.pos].len += right.len;
+        sym[top.pos].next = right.next;
+        sym[next_pos].len = 0;
+
+        if (right.next >= 0) {
+            sym[right.next].prev = (int32_t) top.pos;
+        }
+
+        if (sym[top.pos].prev >= 0) {
+            i = (size_t) sym[top.pos].prev;
+            m = kvr_bpe_merge_get(bpe, sym[i].id, sym[top.pos].id);
+
+            if (m != NULL
+                && kvr_bpe_heap_push(bpe, &n_heap, m->rank, (uint32_t) i,
+                                     m->new_id) != 0)
+            {
+                return -1;
+            }
+        }
+
+        if (sym[top.pos].next >= 0) {
+            i = (size_t) sym[top.pos].next;
+            m = kvr_bpe_merge_get(bpe, sym[top.pos].id, sym[i].id);
+
+            if (m != NULL
+                && kvr_bpe_heap_push(bpe, &n_heap, m->rank, top.pos,
+                                     m->new_id) != 0)
+            {
+                return -1;
+            }
+        }
+    }
+
+    return 0;
+}
+
+
+static int
+kvr_bpe_encode_word(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
+    kvr_ids_t *out)
+{
+    size_t             i, n_sym, cap;
+    uint32_t           id;
+    kvr_bpe_symbol_t  *sym;
+
+    if (len > bpe->symbols_cap) {
+        cap = len < 256 ? 256 : len;
+        sym = realloc(bpe->symbols, cap * sizeof(kvr_bpe_symbol_t));
+        if (sym == NULL) {
+            return KVR_TOK_NO_MEMORY;
+        }
+
+        bpe->symbols = sym;
+        bpe->symbols_cap = cap;
+    }
+
+    /* one symbol per byte; a byte without a token is dropped, as in HF */
+    sym = bpe->symbols;
+    n_sym = 0;
+
+    for (i = 0; i < len; i++) {
+        id = bpe->byte_id[piece[i]];
+
+        if (id == KVR_BPE_NO_ID) {
+            continue;
+        }
+
+        sym[n_sym].id = id;
+        sym[n_sym].prev = (int32_t) n_sym - 1;
+        sym[n_sym].next = (int32_t) n_sym + 1;
+        sym[n_sym].len = 1;
+        n_sym++;
+    }
+
+    if (n_sym == 0) {
+        return KVR_TOK_OK;
+    }
+
+    sym[n_sym - 1].next = -1;
+
+    if (kvr_bpe_merge_all(bpe, n_sym) != 0) {
+        return KVR_TOK_NO_MEMORY;
+    }
+
+    for (i = 0; i < n_sym; i++) {
+        if (sym[i].len != 0 && kvr_ids_push(out, sym[i].id) != 0) {
+            return out->n == out->max ? KVR_TOK_TOO_MANY : KVR_TOK_NO_MEMORY;
+        }
+    }
+
+    return KVR_TOK_OK;
+}
+
+
+static int
+kvr_bpe_cache_store(kvr_bpe_cache_slot_t *slot, uint64_t hash,
+    const uint8_t *piece, size_t len, const uint32_t *ids, size_t n_ids)
+{
+    uint8_t  *data;
+
+    data = malloc(len + n_ids * sizeof(uint32_t));
+    if (data == NULL) {
+        return -1;
+    }
+
+    memcpy(data, piece, len);
+    memcpy(data + len, ids, n_ids * sizeof(uint32_t));
+
+    free(slot->data);
+    slot->hash = hash;
+    slot->key_len = (uint32_t) len;
+    slot->n_ids = (uint32_t) n_ids;
+    slot->data = data;
+
+    return 0;
+}
+
+
+int
+kvr_tok_bpe_encode(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
+    kvr_ids_t *out)
+{
+    int                    rc;
+    size_t                 i, first;
+    uint32_t               id, cached_id;
+    uint64_t               hash;
+    kvr_bpe_cache_slot_t  *slot;
+
+    if (len == 0) {
+        return KVR_TOK_OK;
+    }
+
+    if (bpe->ignore_merges && kvr_tok_bpe_lookup(bpe, piece, len, &id) == 0)
+    {
+        if (kvr_ids_push(out, id) != 0) {
+            return out->n == out->max ? KVR_TOK_TOO_MANY : KVR_TOK_NO_MEMORY;
+        }
+
+        return KVR_TOK_OK;
+    }
+
+    if (len >= KVR_BPE_CACHE_MAX_KEY) {
+        return kvr_bpe_encode_word(bpe, piece, len, out);
+    }
+
+    hash = XXH3_64bits(piece, len);
+    slot = &bpe->cache[hash & (KVR_BPE_CACHE_SLOTS - 1)];
+
+    if (slot->data != NULL && slot->hash == hash && slot->key_len == len
+        && memcmp(slot->data, piece, len) == 0)
+    {
+        for (i = 0; i < slot->n_ids; i++) {
+            memcpy(&cached_id, slot->data + len + i * sizeof(uint32_t),
+                   sizeof(uint32_t));
+
+            if (kvr_ids_push(out, cached_id) != 0) {
+                return out->n == out->max ? KVR_TOK_TOO_MANY
+                                          : KVR_TOK_NO_MEMORY;
+            }
+        }
+
+        return KVR_TOK_OK;
+    }
+
+    first = out->n;
+
+    rc = kvr_bpe_encode_word(bpe, piece, len, out);
+    if (rc != KVR_TOK_OK) {
+        return rc;
+    }
+
+    /* a failed cache store only costs speed */
+    (void) kvr_bpe_cache_store(slot, hash, piece, len, out->ids + first,
+                               out->n - first);
+
+    return KVR_TOK_OK;
+}
+
+
+/* GPT-2 bytes_to_unicode: printable bytes map to themselves */
+static int
+kvr_bytelevel_is_self(unsigned b)
+{
+    return (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac)
+           || (b >= 0xae && b <= 0xff);
+}
+
+
+uint32_t
+kvr_tok_bytelevel_char(uint8_t byte)
+{
+    /* the other 68 bytes get U+0100.. in increasing byte order */
+    if (kvr_bytelevel_is_self(byte)) {
+        return byte;
+    }
+
+    if (byte <= 0x20) {
+        return 0x100 + byte;
+    }
+
+    if (byte <= 0xa0) {
+        return 0x100 + 33 + (byte - 0x7f);
+    }
+
+    return 0x143;    /* 0xad */
+}
+
+
+long
+kvr_tok_bytelevel_decode(const char *s, size_t len, uint8_t *out)
+{
+    size_t          i, n;
+    uint32_t        cp;
+    const uint8_t  *p;
+
+    p = (const uint8_t *) s;
+    n = 0;
+    i = 0;
+
+    while (i < len) {
+        if (p[i] < 0x80) {
+            cp = p[i];
+            i += 1;
+
+        } else if ((p[i] & 0xe0) == 0xc0 && i + 1 < len
+                   && (p[i + 1] & 0xc0) == 0x80)
+        {
+            cp = (uint32_t) (p[i] & 0x1f) << 6 | (p[i + 1] & 0x3f);
+            i += 2;
+
+        } else {
+            /* every mapped char is below U+0800 */
+            return -1;
+        }
+
+        if (cp < 0x100) {
+            if (!kvr_bytelevel_is_self(cp)) {
+                return -1;
+            }
+
+            out[n++] = (uint8_t) cp;
+
+        } else if (cp < 0x100 + 33) {
+            out[n++] = (uint8_t) (cp - 0x100);
+
+        } else if (cp < 0x100 + 67) {
+            out[n++] = (uint8_t) (cp - 0x100 - 33 + 0x7f);
+
+        } else if (cp == 0x143) {
+            out[n++] = 0xad;
+
+        } else {
+            return -1;
+        }
+    }
+
+    return (long) n;
+}

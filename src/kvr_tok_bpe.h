@@ -1,0 +1,56 @@
+/*
+ * Copyright (C) kvroute developers
+ *
+ * The byte-level BPE model of a tokenizer.json (HF models/bpe): the vocab
+ * and the merges, both keyed by raw bytes (vocab keys are decoded from the
+ * GPT-2 byte-to-unicode alphabet once at load), the heap merge of one
+ * piece, ignore_merges, and a bounded per-process word cache.
+ */
+
+#ifndef _KVR_TOK_BPE_H_INCLUDED_
+#define _KVR_TOK_BPE_H_INCLUDED_
+
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kvr_tokenizer.h"
+
+
+typedef struct kvr_tok_bpe_s  kvr_tok_bpe_t;
+
+
+kvr_tok_bpe_t *kvr_tok_bpe_create(size_t n_vocab, size_t n_merges);
+void kvr_tok_bpe_free(kvr_tok_bpe_t *bpe);
+
+/* returns 0, 1 when the key was already present (id kept), -1 no memory */
+int kvr_tok_bpe_add_token(kvr_tok_bpe_t *bpe, const uint8_t *key,
+    size_t len, uint32_t id);
+
+/* returns 0 and sets *id when key is in the vocab, else -1 */
+int kvr_tok_bpe_lookup(const kvr_tok_bpe_t *bpe, const uint8_t *key,
+    size_t len, uint32_t *id);
+
+/* a later merge of the same pair replaces an earlier one (HF's HashMap) */
+int kvr_tok_bpe_add_merge(kvr_tok_bpe_t *bpe, uint32_t left,
+    uint32_t right, uint32_t rank, uint32_t new_id);
+
+/* call after the vocab is complete: prepares the single-byte table */
+void kvr_tok_bpe_finish(kvr_tok_bpe_t *bpe, int ignore_merges);
+
+/* appends the ids of one pre-tokenized piece (raw bytes) */
+int kvr_tok_bpe_encode(kvr_tok_bpe_t *bpe, const uint8_t *piece,
+    size_t len, kvr_ids_t *out);
+
+/*
+ * GPT-2 byte-level alphabet: decodes a vocab or merge string (UTF-8 of the
+ * mapped chars) to raw bytes.  out must hold len bytes.  Returns the byte
+ * count, or -1 when a char is not in the alphabet.
+ */
+long kvr_tok_bytelevel_decode(const char *s, size_t len, uint8_t *out);
+
+/* the mapped char of a byte (e.g. 0x20 -> U+0120) */
+uint32_t kvr_tok_bytelevel_char(uint8_t byte);
+
+
+#endif /* _KVR_TOK_BPE_H_INCLUDED_ */

@@ -1,0 +1,388 @@
+/*
+ * Copyright (C) kvroute developers
+ *
+ * Pre-tokenizer regex split with PCRE2.  Only patterns known to translate
+ * exactly are accepted; the translation itself is a character walk that
+ * tracks whether it is inside a [...] class.
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include "kvr_tokenizer.h"
+#include "kvr_tok_pretok.h"
+#include "kvr_tok_unicode.h"
+
+
+/* the Unicode version whose gaps kvr_tok_pcre2_missing_* fill */
+#define KVR_PRETOK_PCRE2_UNICODE  "14.0.0"
+
+#define KVR_PRETOK_MATCH_LIMIT    100000000
+#define KVR_PRETOK_JIT_STACK_MIN  (32 * 1024)
+#define KVR_PRETOK_JIT_STACK_MAX  (4 * 1024 * 1024)
+
+
+/* Oniguruma's \s (Unicode White_Space) as PCRE2 class contents */
+#define KVR_PRETOK_WS                                                        \
+    "\\t-\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}"   \
+    "\\x{202F}\\x{205F}\\x{3000}"
+
+
+struct kvr_tok_pretok_s {
+    pcre2_code          *code;
+    pcre2_match_data    *match_data;
+    pcre2_match_context *match_ctx;
+    pcre2_jit_stack     *jit_stack;
+};
+
+
+/*
+ * The Split patterns known to translate exactly (verified against Rust on
+ * every code point and on fuzz strings): Qwen2/2.5/3 and Llama-3.x.
+ */
+static const char  *kvr_pretok_known[] = {
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}"
+    "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+"
+    "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)"
+    "|\\s+",
+
+    NULL
+};
+
+
+typedef struct {
+    char    *data;
+    size_t   len;
+    size_t   cap;
+    int      failed;
+} kvr_pretok_str_t;
+
+
+static void
+kvr_pretok_add(kvr_pretok_str_t *str, const char *s)
+{
+    size_t   len, cap;
+    char    *data;
+
+    len = strlen(s);
+
+    if (str->failed) {
+        return;
+    }
+
+    if (str->len + len + 1 > str->cap) {
+        cap = (str->len + len + 1) * 2;
+        data = realloc(str->data, cap);
+        if (data == NULL) {
+            str->failed = 1;
+            return;
+        }
+
+        str->data = data;
+        str->cap = cap;
+    }
+
+    memcpy(str->data + str->len, s, len + 1);
+    str->len += len;
+}
+
+
+static void
+kvr_pretok_add_ranges(kvr_pretok_str_t *str, const kvr_tok_range_t *ranges,
+    size_t n)
+{
+    char    item[40];
+    size_t  i;
+
+    for (i = 0; i < n; i++) {
+        if (ranges[i].first == ranges[i].last) {
+            snprintf(item, sizeof(item), "\\x{%x}", ranges[i].first);
+
+        } else {
+            snprintf(item, sizeof(item), "\\x{%x}-\\x{%x}",
+                     ranges[i].first, ranges[i].last);
+        }
+
+        kvr_pretok_add(str, item);
+    }
+}
+
+
+char *
+kvr_tok_pretok_rewrite(const char *pattern, char *err, size_t errlen)
+{
+    int               in_class;
+    char              one[3];
+    const char       *p;
+    kvr_pretok_str_t  str;
+
+    memset(&str, 0, sizeof(str));
+    in_class = 0;
+    p = pattern;
+
+    while (*p != '\0') {
+
+        if (p[0] == '\\' && p[1] == 's') {
+            kvr_pretok_add(&str, in_class ? KVR_PRETOK_WS
+                                          : "[" KVR_PRETOK_WS "]");
+            p += 2;
+            continue;
+        }
+
+        if (p[0] == '\\' && p[1] == 'S') {
+            if (in_class) {
+                snprintf(err, errlen, "regex: \\S inside a class");
+                goto failed;
+            }
+
+            kvr_pretok_add(&str, "[^" KVR_PRETOK_WS "]");
+            p += 2;
+            continue;
+        }
+
+        if (strncmp(p, "\\p{L}", 5) == 0 || strncmp(p, "\\p{N}", 5) == 0) {
+            if (!in_class) {
+                kvr_pretok_add(&str, "[");
+            }
+
+            kvr_pretok_add(&str, p[3] == 'L' ? "\\p{L}" : "\\p{N}");
+
+            if (p[3] == 'L') {
+                kvr_pretok_add_ranges(&str, kvr_tok_pcre2_missing_letter,
+                                      kvr_tok_pcre2_missing_letter_n);
+
+            } else {
+                kvr_pretok_add_ranges(&str, kvr_tok_pcre2_missing_number,
+                                      kvr_tok_pcre2_missing_number_n);
+            }
+
+            if (!in_class) {
+                kvr_pretok_add(&str, "]");
+            }
+
+            p += 5;
+            continue;
+        }
+
+        if (p[0] == '\\') {
+            /* only escapes that mean the same in both engines */
+            if (p[1] == '\0' || strchr("rnt'\\[]-^.?*+(){}|", p[1]) == NULL)
+            {
+                snprintf(err, errlen, "regex: escape \\%c not supported",
+                         p[1] ? p[1] : '0');
+                goto failed;
+            }
+
+            one[0] = p[0];
+            one[1] = p[1];
+            one[2] = '\0';
+            kvr_pretok_add(&str, one);
+            p += 2;
+            continue;
+        }
+
+        if (p[0] == '[') {
+            if (in_class) {
+                snprintf(err, errlen, "regex: nested class not supported");
+                goto failed;
+            }
+
+            in_class = 1;
+
+        } else if (p[0] == ']' && in_class) {
+            in_class = 0;
+        }
+
+        one[0] = p[0];
+        one[1] = '\0';
+        kvr_pretok_add(&str, one);
+        p++;
+    }
+
+    if (in_class) {
+        snprintf(err, errlen, "regex: unterminated class");
+        goto failed;
+    }
+
+    if (str.failed || str.data == NULL) {
+        snprintf(err, errlen, "regex: out of memory");
+        goto failed;
+    }
+
+    return str.data;
+
+failed:
+
+    free(str.data);
+
+    return NULL;
+}
+
+
+kvr_tok_pretok_t *
+kvr_tok_pretok_create(const char *pattern, char *err, size_t errlen)
+{
+    int                i, known, rc;
+    char              *rewritten;
+    char               version[32];
+    PCRE2_SIZE         erroff;
+    PCRE2_UCHAR        msg[256];
+    kvr_tok_pretok_t  *pt;
+
+    known = 0;
+
+    for (i = 0; kvr_pretok_known[i] != NULL; i++) {
+        if (strcmp(pattern, kvr_pretok_known[i]) == 0) {
+            known = 1;
+        }
+    }
+
+    if (!known) {
+        snprintf(err, errlen, "pre_tokenizer: Split regex is not one of "
+                 "the patterns known to translate to PCRE2 exactly");
+        return NULL;
+    }
+
+    if (pcre2_config(PCRE2_CONFIG_UNICODE_VERSION, version) < 0
+        || strcmp(version, KVR_PRETOK_PCRE2_UNICODE) != 0)
+    {
+        snprintf(err, errlen, "pre_tokenizer: PCRE2 has Unicode %s tables, "
+                 "the letter/number fixes are for %s", version,
+                 KVR_PRETOK_PCRE2_UNICODE);
+        return NULL;
+    }
+
+    rewritten = kvr_tok_pretok_rewrite(pattern, err, errlen);
+    if (rewritten == NULL) {
+        return NULL;
+    }
+
+    pt = calloc(1, sizeof(kvr_tok_pretok_t));
+    if (pt == NULL) {
+        free(rewritten);
+        snprintf(err, errlen, "pre_tokenizer: out of memory");
+        return NULL;
+    }
+
+    pt->code = pcre2_compile((PCRE2_SPTR) rewritten, PCRE2_ZERO_TERMINATED,
+                             PCRE2_UTF | PCRE2_UCP, &rc, &erroff, NULL);
+    free(rewritten);
+
+    if (pt->code == NULL) {
+        pcre2_get_error_message(rc, msg, sizeof(msg));
+        snprintf(err, errlen, "pre_tokenizer: PCRE2 compile failed at %zu: "
+                 "%s", (size_t) erroff, (char *) msg);
+        goto failed;
+    }
+
+    rc = pcre2_jit_compile(pt->code, PCRE2_JIT_COMPLETE);
+    if (rc != 0) {
+        pcre2_get_error_message(rc, msg, sizeof(msg));
+        snprintf(err, errlen, "pre_tokenizer: PCRE2 JIT failed: %s",
+                 (char *) msg);
+        goto failed;
+    }
+
+    pt->match_data = pcre2_match_data_create_from_pattern(pt->code, NULL);
+    pt->match_ctx = pcre2_match_context_create(NULL);
+    pt->jit_stack = pcre2_jit_stack_create(KVR_PRETOK_JIT_STACK_MIN,
+                                           KVR_PRETOK_JIT_STACK_MAX, NULL);
+
+    if (pt->match_data == NULL || pt->match_ctx == NULL
+        || pt->jit_stack == NULL)
+    {
+        snprintf(err, errlen, "pre_tokenizer: out of memory");
+        goto failed;
+    }
+
+    pcre2_jit_stack_assign(pt->match_ctx, NULL, pt->jit_stack);
+    pcre2_set_match_limit(pt->match_ctx, KVR_PRETOK_MATCH_LIMIT);
+    pcre2_set_depth_limit(pt->match_ctx, KVR_PRETOK_MATCH_LIMIT);
+
+    return pt;
+
+failed:
+
+    kvr_tok_pretok_free(pt);
+
+    return NULL;
+}
+
+
+void
+kvr_tok_pretok_free(kvr_tok_pretok_t *pt)
+{
+    if (pt == NULL) {
+        return;
+    }
+
+    pcre2_jit_stack_free(pt->jit_stack);
+    pcre2_match_context_free(pt->match_ctx);
+    pcre2_match_data_free(pt->match_data);
+    pcre2_code_free(pt->code);
+    free(pt);
+}
+
+
+int
+kvr_tok_pretok_split(kvr_tok_pretok_t *pt, const uint8_t *s, size_t len,
+    kvr_tok_piece_pt piece, void *ctx)
+{
+    int          rc;
+    size_t       gap, search, n;
+    uint32_t     cp;
+    PCRE2_SIZE  *ov;
+
+    gap = 0;
+    search = 0;
+
+    while (search < len) {
+        rc = pcre2_jit_match(pt->code, s, len, search, PCRE2_NO_UTF_CHECK,
+                             pt->match_data, pt->match_ctx);
+
+        if (rc == PCRE2_ERROR_NOMATCH) {
+            break;
+        }
+
+        if (rc < 0) {
+            return rc == PCRE2_ERROR_NOMEMORY ? KVR_TOK_NO_MEMORY
+                                              : KVR_TOK_REGEX;
+        }
+
+        ov = pcre2_get_ovector_pointer(pt->match_data);
+
+        if (ov[1] == ov[0]) {
+            /* an empty match is no piece; look again one char later */
+            n = kvr_tok_utf8_decode(s + ov[1], len - ov[1], &cp);
+            search = ov[1] + (n ? n : 1);
+            continue;
+        }
+
+        if (ov[0] > gap) {
+            rc = piece(ctx, s + gap, ov[0] - gap);
+            if (rc != 0) {
+                return rc;
+            }
+        }
+
+        rc = piece(ctx, s + ov[0], ov[1] - ov[0]);
+        if (rc != 0) {
+            return rc;
+        }
+
+        gap = ov[1];
+        search = ov[1];
+    }
+
+    if (len > gap) {
+        return piece(ctx, s + gap, len - gap);
+    }
+
+    return 0;
+}

@@ -1,0 +1,47 @@
+/*
+ * Copyright (C) kvroute developers
+ *
+ * The Split(regex, Isolated) pre-tokenizer of a tokenizer.json, run with
+ * PCRE2 (UTF, UCP, JIT) after rewriting the Oniguruma pattern so that both
+ * engines agree (docs/tokenizer.md 4.3): \s becomes Unicode White_Space,
+ * \p{L} and \p{N} get the Unicode 15-16 code points PCRE2 10.42 lacks.
+ */
+
+#ifndef _KVR_TOK_PRETOK_H_INCLUDED_
+#define _KVR_TOK_PRETOK_H_INCLUDED_
+
+
+#include <stddef.h>
+#include <stdint.h>
+
+
+typedef struct kvr_tok_pretok_s  kvr_tok_pretok_t;
+
+/* receives each non-empty piece in order; non-zero stops the split */
+typedef int (*kvr_tok_piece_pt)(void *ctx, const uint8_t *piece,
+    size_t len);
+
+
+/*
+ * Rewrites an Oniguruma pattern for PCRE2 10.42.  Returns a malloc'ed
+ * NUL-terminated pattern, or NULL with err set when the pattern uses a
+ * construct the rewrite does not cover.
+ */
+char *kvr_tok_pretok_rewrite(const char *pattern, char *err, size_t errlen);
+
+/* compiles one of the known pre-tokenizer patterns (Qwen2/3, Llama-3) */
+kvr_tok_pretok_t *kvr_tok_pretok_create(const char *pattern, char *err,
+    size_t errlen);
+
+void kvr_tok_pretok_free(kvr_tok_pretok_t *pt);
+
+/*
+ * Splits valid UTF-8 s into the regex matches and the gaps between them
+ * (Isolated), dropping empty pieces.  Returns 0, the callback's non-zero
+ * value, or KVR_TOK_REGEX / KVR_TOK_NO_MEMORY.
+ */
+int kvr_tok_pretok_split(kvr_tok_pretok_t *pt, const uint8_t *s, size_t len,
+    kvr_tok_piece_pt piece, void *ctx);
+
+
+#endif /* _KVR_TOK_PRETOK_H_INCLUDED_ */

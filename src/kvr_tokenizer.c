@@ -1,0 +1,1050 @@
+/*
+ * Copyright (C) kvroute developers
+ *
+ * tokenizer.json loading and the encode pipeline of HF tokenizers 0.23.2
+ * (docs/tokenizer.md 3): added tokens on the raw text, then per gap NFC
+ * (if configured), the regex split, byte-level BPE; then the
+ * post-processor's special tokens.  Anything else is refused at load.
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <jansson.h>
+
+#include "kvr_tokenizer.h"
+#include "kvr_tok_added.h"
+#include "kvr_tok_bpe.h"
+#include "kvr_tok_normalize.h"
+#include "kvr_tok_pretok.h"
+#include "kvr_tok_unicode.h"
+
+
+#define KVR_TOK_MAX_AFFIX  8
+
+
+struct kvr_tokenizer_s {
+    kvr_tok_bpe_t     *bpe;
+    kvr_tok_pretok_t  *pretok;
+    kvr_tok_added_t   *added;
+
+    int                nfc;
+    int                split_special;    /* split_special_tokens */
+    size_t             max_input;
+
+    /* post-processor: ids around the sequence when add_special_tokens */
+    uint32_t           prefix[KVR_TOK_MAX_AFFIX];
+    size_t             n_prefix;
+    uint32_t           suffix[KVR_TOK_MAX_AFFIX];
+    size_t             n_suffix;
+};
+
+
+typedef struct {
+    kvr_tokenizer_t   *tk;
+    kvr_ids_t         *out;
+} kvr_tok_encode_ctx_t;
+
+
+#define kvr_tok_fail(...)                                                  \
+    do {                                                                   \
+        snprintf(err, errlen, __VA_ARGS__);                                \
+        goto failed;                                                       \
+    } while (0)
+
+
+void
+kvr_ids_init(kvr_ids_t *out, size_t max)
+{
+    out->ids = NULL;
+    out->n = 0;
+    out->cap = 0;
+    out->max = max;
+}
+
+
+int
+kvr_ids_push(kvr_ids_t *out, uint32_t id)
+{
+    size_t     cap;
+    uint32_t  *ids;
+
+    if (out->n == out->cap) {
+        if (out->n >= out->max) {
+            return -1;
+        }
+
+        cap = out->cap ? out->cap * 2 : 256;
+        if (cap > out->max) {
+            cap = out->max;
+        }
+
+        ids = realloc(out->ids, cap * sizeof(uint32_t));
+        if (ids == NULL) {
+            return -1;
+        }
+
+        out->ids = ids;
+        out->cap = cap;
+    }
+
+    out->ids[out->n++] = id;
+
+    return 0;
+}
+
+
+void
+kvr_ids_reset(kvr_ids_t *out)
+{
+    out->n = 0;
+}
+
+
+void
+kvr_ids_free(kvr_ids_t *out)
+{
+    free(out->ids);
+    out->ids = NULL;
+    out->n = 0;
+    out->cap = 0;
+}
+
+
+const char *
+kvr_tokenizer_status_name(int status)
+{
+    switch (status) {
+    case KVR_TOK_OK:
+        return "ok";
+    case KVR_TOK_BAD_UTF8:
+        return "bad-utf8";
+    case KVR_TOK_TOO_LONG:
+        return "too-long";
+    case KVR_TOK_TOO_MANY:
+        return "too-many-tokens";
+    case KVR_TOK_NO_MEMORY:
+        return "no-memory";
+    case KVR_TOK_REGEX:
+        return "regex-limit";
+    case KVR_TOK_NORMALIZE:
+        return "normalize-failed";
+    default:
+        return "unknown";
+    }
+}
+
+
+static int
+kvr_tok_is_type(json_t *obj, const char *type)
+{
+    const char  *t;
+
+    t = json_string_value(json_object_get(obj, "type"));
+
+    return t != NULL && strcmp(t, type) == 0;
+}
+
+
+/* true when key is absent, null or false */
+static int
+kvr_tok_false(json_t *obj, const char *key)
+{
+    json_t  *v;
+
+    v = json_object_get(obj, key);
+
+    return v == NULL || json_is_null(v) || json_is_false(v);
+}
+
+
+/* true when key is absent, null or "" */
+static int
+kvr_tok_empty(json_t *obj, const char *key)
+{
+    json_t  *v;
+
+    v = json_object_get(obj, key);
+
+    return v == NULL || json_is_null(v)
+           || (json_is_string(v) && json_string_length(v) == 0);
+}
+
+
+/* HF token_to_id: added tokens first, then the model vocab (by string) */
+static int
+kvr_tok_token_id(json_t *root, const char *content, uint32_t *id)
+{
+    size_t   i;
+    json_t  *vocab, *tok, *v;
+
+    json_array_foreach(json_object_get(root, "added_tokens"), i, tok) {
+        v = json_object_get(tok, "content");
+
+        if (json_is_string(v) && strcmp(json_string_value(v), content) == 0
+            && json_is_integer(json_object_get(tok, "id")))
+        {
+            *id = (uint32_t) json_integer_value(json_object_get(tok, "id"));
+            return 0;
+        }
+    }
+
+    vocab = json_object_get(json_object_get(root, "model"), "vocab");
+    v = json_object_get(vocab, content);
+
+    if (json_is_integer(v)) {
+        *id = (uint32_t) json_integer_value(v);
+        return 0;
+    }
+
+    return -1;
+}
+
+
+static int
+kvr_tok_load_vocab(kvr_tokenizer_t *tk, json_t *model, char *err,
+    size_t errlen)
+{
+    int          rc;
+    long         n;
+    size_t       len;
+    json_t      *vocab, *value;
+    uint8_t     *key;
+    json_int_t   id;
+    const char  *str;
+
+    vocab = json_object_get(model, "vocab");
+    key = NULL;
+
+    json_object_foreach(vocab, str, value) {
+        id = json_integer_value(value);
+
+        if (!json_is_integer(value) || id < 0 || id >= 0xfffffff0) {
+            kvr_tok_fail("model.vocab: bad id for \"%s\"", str);
+        }
+
+        len = strlen(str);
+        free(key);
+        key = malloc(len + 1);
+        if (key == NULL) {
+            kvr_tok_fail("out of memory");
+        }
+
+        /* keys outside the byte-level alphabet can never be produced */
+        n = kvr_tok_bytelevel_decode(str, len, key);
+        if (n < 0) {
+            continue;
+        }
+
+        rc = kvr_tok_bpe_add_token(tk->bpe, key, (size_t) n, (uint32_t) id);
+        if (rc < 0) {
+            kvr_tok_fail("model.vocab: cannot store \"%s\"", str);
+        }
+    }
+
+    free(key);
+
+    return 0;
+
+failed:
+
+    free(key);
+
+    return -1;
+}
+
+
+static int
+kvr_tok_merge_id(kvr_tokenizer_t *tk, const char *s, size_t len,
+    uint8_t *buf, uint32_t *id)
+{
+    long  n;
+
+    n = kvr_tok_bytelevel_decode(s, len, buf);
+    if (n < 0) {
+        return 1;
+    }
+
+    return kvr_tok_bpe_lookup(tk->bpe, buf, (size_t) n, id) == 0 ? 0 : -1;
+}
+
+
+static int
+kvr_tok_load_merges(kvr_tokenizer_t *tk, json_t *model, char *err,
+    size_t errlen)
+{
+    int          rc_a, rc_b;
+    long         n;
+    size_t       i, len_a, len_b;
+    json_t      *merges, *merge;
+    uint8_t     *buf;
+    uint32_t     id_a, id_b, id_new;
+    const char  *a, *b, *sp;
+
+    merges = json_object_get(model, "merges");
+    buf = NULL;
+
+    json_array_foreach(merges, i, merge) {
+
+        if (json_is_string(merge)) {
+            /* legacy form "a b": exactly one space */
+            a = json_string_value(merge);
+
+            if (strncmp(a, "#version", 8) == 0) {
+                continue;
+            }
+
+            sp = strchr(a, ' ');
+            if (sp == NULL || strchr(sp + 1, ' ') != NULL) {
+                kvr_tok_fail("model.merges[%zu]: not \"a b\"", i);
+            }
+
+            len_a = (size_t) (sp - a);
+            b = sp + 1;
+            len_b = strlen(b);
+
+        } else if (json_is_array(merge) && json_array_size(merge) == 2
+                   && json_is_string(json_array_get(merge, 0))
+                   && json_is_string(json_array_get(merge, 1)))
+        {
+            a = json_string_value(json_array_get(merge, 0));
+            b = json_string_value(json_array_get(merge, 1));
+            len_a = json_string_length(json_array_get(merge, 0));
+            len_b = json_string_length(json_array_get(merge, 1));
+
+        } else {
+            kvr_tok_fail("model.merges[%zu]: neither \"a b\" nor [a, b]", i);
+        }
+
+        free(buf);
+        buf = malloc(len_a + len_b + 1);
+        if (buf == NULL) {
+            kvr_tok_fail("out of memory");
+        }
+
+        rc_a = kvr_tok_merge_id(tk, a, len_a, buf, &id_a);
+        rc_b = kvr_tok_merge_id(tk, b, len_b, buf, &id_b);
+
+        if (rc_a < 0 || rc_b < 0) {
+            kvr_tok_fail("model.merges[%zu]: token not in the vocab", i);
+        }
+
+        if (rc_a > 0 || rc_b > 0) {
+            /* outside the byte-level alphabet: unreachable */
+            continue;
+        }
+
+        n = kvr_tok_bytelevel_decode(a, len_a, buf);
+        n += kvr_tok_bytelevel_decode(b, len_b, buf + n);
+
+        if (kvr_tok_bpe_lookup(tk->bpe, buf, (size_t) n, &id_new) != 0) {
+            kvr_tok_fail("model.merges[%zu]: merged token not in the vocab",
+                         i);
+        }
+
+        if (kvr_tok_bpe_add_merge(tk->bpe, id_a, id_b, (uint32_t) i, id_new)
+            != 0)
+        {
+            kvr_tok_fail("model.merges: out of memory");
+        }
+    }
+
+    free(buf);
+
+    return 0;
+
+failed:
+
+    free(buf);
+
+    return -1;
+}
+
+
+static int
+kvr_tok_load_model(kvr_tokenizer_t *tk, json_t *root, char *err,
+    size_t errlen)
+{
+    int          b, missing;
+    json_t      *model, *vocab, *merges;
+    uint8_t      byte;
+    uint32_t     id;
+
+    model = json_object_get(root, "model");
+
+    if (!json_is_object(model) || !kvr_tok_is_type(model, "BPE")) {
+        kvr_tok_fail("model: only type BPE is supported");
+    }
+
+    if (!kvr_tok_false(model, "byte_fallback")) {
+        kvr_tok_fail("model: byte_fallback is not supported");
+    }
+
+    if (!json_is_null(json_object_get(model, "dropout"))
+        && json_object_get(model, "dropout") != NULL)
+    {
+        kvr_tok_fail("model: dropout is not supported");
+    }
+
+    if (!kvr_tok_empty(model, "continuing_subword_prefix")
+        || !kvr_tok_empty(model, "end_of_word_suffix"))
+    {
+        kvr_tok_fail("model: continuing_subword_prefix / end_of_word_suffix "
+                     "are not supported");
+    }
+
+    vocab = json_object_get(model, "vocab");
+    merges = json_object_get(model, "merges");
+
+    if (!json_is_object(vocab) || !json_is_array(merges)) {
+        kvr_tok_fail("model: vocab or merges missing");
+    }
+
+    tk->bpe = kvr_tok_bpe_create(json_object_size(vocab),
+                                 json_array_size(merges));
+    if (tk->bpe == NULL) {
+        kvr_tok_fail("out of memory");
+    }
+
+    if (kvr_tok_load_vocab(tk, model, err, errlen) != 0
+        || kvr_tok_load_merges(tk, model, err, errlen) != 0)
+    {
+        return -1;
+    }
+
+    missing = 0;
+
+    for (b = 0; b < 256; b++) {
+        byte = (uint8_t) b;
+
+        if (kvr_tok_bpe_lookup(tk->bpe, &byte, 1, &id) != 0) {
+            missing++;
+        }
+    }
+
+    /* HF drops a byte without a token, but an unk token would replace it */
+    if (missing && !kvr_tok_empty(model, "unk_token")) {
+        kvr_tok_fail("model: %d byte tokens missing and unk_token set",
+                     missing);
+    }
+
+    kvr_tok_bpe_finish(tk->bpe, !kvr_tok_false(model, "ignore_merges"));
+
+    return 0;
+
+failed:
+
+    return -1;
+}
+
+
+static int
+kvr_tok_load_added(kvr_tokenizer_t *tk, json_t *root, char *err,
+    size_t errlen)
+{
+    int          rc;
+    size_t       i, n_vocab;
+    json_t      *tokens, *tok, *vocab, *v;
+    unsigned     flags;
+    uint32_t     id, want;
+    const char  *content;
+
+    tokens = json_object_get(root, "added_tokens");
+    vocab = json_object_get(json_object_get(root, "model"), "vocab");
+    n_vocab = json_object_size(vocab);
+
+    tk->added = kvr_tok_added_create();
+    if (tk->added == NULL) {
+        kvr_tok_fail("out of memory");
+    }
+
+    if (tokens == NULL || json_is_null(tokens)) {
+        return 0;
+    }
+
+    if (!json_is_array(tokens)) {
+        kvr_tok_fail("added_tokens: not an array");
+    }
+
+    /* HF add_tokens assigns the ids; check they are the file's ids */
+    want = (uint32_t) n_vocab;
+
+    json_array_foreach(tokens, i, tok) {
+        content = json_string_value(json_object_get(tok, "content"));
+
+        if (content == NULL || !json_is_integer(json_object_get(tok, "id")))
+        {
+            kvr_tok_fail("added_tokens[%zu]: content or id missing", i);
+        }
+
+        if (content[0] == '\0') {
+            continue;
+        }
+
+        if (!kvr_tok_false(tok, "single_word")) {
+            kvr_tok_fail("added_tokens[%zu]: single_word is not supported",
+                         i);
+        }
+
+        if (!kvr_tok_false(tok, "normalized")) {
+            kvr_tok_fail("added_tokens[%zu]: normalized=true is not "
+                         "supported", i);
+        }
+
+        id = (uint32_t) json_integer_value(json_object_get(tok, "id"));
+        v = json_object_get(vocab, content);
+
+        if (json_is_integer(v)) {
+            if ((uint32_t) json_integer_value(v) != id) {
+                kvr_tok_fail("added_tokens[%zu]: id %u differs from the "
+                             "vocab's", i, id);
+            }
+
+        } else {
+            if (id != want) {
+                kvr_tok_fail("added_tokens[%zu]: id %u, HF would assign %u",
+                             i, id, want);
+            }
+
+            want = id + 1;
+        }
+
+        flags = 0;
+
+        if (json_is_true(json_object_get(tok, "special"))) {
+            flags |= KVR_TOK_ADDED_SPECIAL;
+        }
+
+        if (!kvr_tok_false(tok, "lstrip")) {
+            flags |= KVR_TOK_ADDED_LSTRIP;
+        }
+
+        if (!kvr_tok_false(tok, "rstrip")) {
+            flags |= KVR_TOK_ADDED_RSTRIP;
+        }
+
+        rc = kvr_tok_added_add(tk->added, (const uint8_t *) content,
+                               strlen(content), id, flags);
+        if (rc < 0) {
+            kvr_tok_fail("out of memory");
+        }
+    }
+
+    return 0;
+
+failed:
+
+    return -1;
+}
+
+
+static int
+kvr_tok_load_pretok(kvr_tokenizer_t *tk, json_t *root, char *err,
+    size_t errlen)
+{
+    json_t      *pre, *list, *split, *bl, *pattern;
+    const char  *regex, *behavior;
+
+    pre = json_object_get(root, "pre_tokenizer");
+    list = json_object_get(pre, "pretokenizers");
+
+    if (!kvr_tok_is_type(pre, "Sequence") || json_array_size(list) != 2) {
+        kvr_tok_fail("pre_tokenizer: only Sequence[Split, ByteLevel] is "
+                     "supported");
+    }
+
+    split = json_array_get(list, 0);
+    bl = json_array_get(list, 1);
+    pattern = json_object_get(split, "pattern");
+    regex = json_string_value(json_object_get(pattern, "Regex"));
+    behavior = json_string_value(json_object_get(split, "behavior"));
+
+    if (!kvr_tok_is_type(split, "Split") || regex == NULL
+        || behavior == NULL || strcmp(behavior, "Isolated") != 0
+        || !kvr_tok_false(split, "invert"))
+    {
+        kvr_tok_fail("pre_tokenizer: only Split(Regex, Isolated) is "
+                     "supported");
+    }
+
+    if (!kvr_tok_is_type(bl, "ByteLevel")
+        || !kvr_tok_false(bl, "add_prefix_space")
+        || !kvr_tok_false(bl, "use_regex"))
+    {
+        kvr_tok_fail("pre_tokenizer: only ByteLevel(add_prefix_space=false,"
+                     " use_regex=false) is supported");
+    }
+
+    tk->pretok = kvr_tok_pretok_create(regex, err, errlen);
+    if (tk->pretok == NULL) {
+        return -1;
+    }
+
+    return 0;
+
+failed:
+
+    return -1;
+}
+
+
+static int
+kvr_tok_load_template(kvr_tokenizer_t *tk, json_t *proc, char *err,
+    size_t errlen)
+{
+    size_t       i, j, n_seq;
+    json_t      *single, *item, *st, *ids, *id;
+    const char  *name;
+
+    single = json_object_get(proc, "single");
+    n_seq = 0;
+
+    if (!json_is_array(single)) {
+        kvr_tok_fail("post_processor: TemplateProcessing without single");
+    }
+
+    json_array_foreach(single, i, item) {
+
+        if (json_object_get(item, "Sequence") != NULL) {
+            n_seq++;
+            continue;
+        }
+
+        name = json_string_value(json_object_get(
+                   json_object_get(item, "SpecialToken"), "id"));
+        st = json_object_get(json_object_get(proc, "special_tokens"), name
+                             ? name : "");
+        ids = json_object_get(st, "ids");
+
+        if (name == NULL || !json_is_array(ids)) {
+            kvr_tok_fail("post_processor: unknown template item");
+        }
+
+        json_array_foreach(ids, j, id) {
+            if (!json_is_integer(id)) {
+                kvr_tok_fail("post_processor: bad special token id");
+            }
+
+            if (n_seq == 0 && tk->n_prefix < KVR_TOK_MAX_AFFIX) {
+                tk->prefix[tk->n_prefix++] = (uint32_t) json_integer_value(id);
+
+            } else if (n_seq == 1 && tk->n_suffix < KVR_TOK_MAX_AFFIX) {
+                tk->suffix[tk->n_suffix++] = (uint32_t) json_integer_value(id);
+
+            } else {
+                kvr_tok_fail("post_processor: template too long");
+            }
+        }
+    }
+
+    if (n_seq != 1) {
+        kvr_tok_fail("post_processor: template must hold $A once");
+    }
+
+    return 0;
+
+failed:
+
+    return -1;
+}
+
+
+static int
+kvr_tok_load_post(kvr_tokenizer_t *tk, json_t *root, char *err,
+    size_t errlen)
+{
+    size_t   i, n;
+    json_t  *post, *list, *proc;
+
+    post = json_object_get(root, "post_processor");
+
+    if (post == NULL || json_is_null(post)) {
+        return 0;
+    }
+
+    if (kvr_tok_is_type(post, "Sequence")) {
+        list = json_object_get(post, "processors");
+        n = json_array_size(list);
+
+    } else {
+        list = NULL;
+        n = 1;
+    }
+
+    for (i = 0; i < n; i++) {
+        proc = list ? json_array_get(list, i) : post;
+
+        if (kvr_tok_is_type(proc, "ByteLevel")) {
+            /* offsets only */
+            continue;
+        }
+
+        if (kvr_tok_is_type(proc, "TemplateProcessing")
+            && tk->n_prefix + tk->n_suffix == 0)
+        {
+            if (kvr_tok_load_template(tk, proc, err, errlen) != 0) {
+                return -1;
+            }
+
+            continue;
+        }
+
+        kvr_tok_fail("post_processor: only ByteLevel and one "
+                     "TemplateProcessing are supported");
+    }
+
+    return 0;
+
+failed:
+
+    return -1;
+}
+
+
+/* a special token of tokenizer_config: a string or {"content": ...} */
+static const char *
+kvr_tok_config_token(json_t *config, const char *key)
+{
+    json_t  *v;
+
+    v = json_object_get(config, key);
+
+    if (json_is_object(v)) {
+        v = json_object_get(v, "content");
+    }
+
+    return json_string_value(v);
+}
+
+
+static int
+kvr_tok_load_config(kvr_tokenizer_t *tk, json_t *root, const char *path,
+    char *err, size_t errlen)
+{
+    json_t        *config, *add_bos, *add_eos;
+    uint32_t       id;
+    const char    *tok;
+    json_error_t   jerr;
+
+    config = json_load_file(path, 0, &jerr);
+    if (config == NULL) {
+        snprintf(err, errlen, "%s:%d: %s", path, jerr.line, jerr.text);
+        return -1;
+    }
+
+    if (!json_is_object(config)) {
+        kvr_tok_fail("%s: not an object", path);
+    }
+
+    tk->split_special = json_is_true(json_object_get(config,
+                                                     "split_special_tokens"));
+
+    add_bos = json_object_get(config, "add_bos_token");
+    add_eos = json_object_get(config, "add_eos_token");
+
+    /* explicit flags replace the post-processor (transformers, doc 9) */
+    if (json_is_boolean(add_bos) || json_is_boolean(add_eos)) {
+        tk->n_prefix = 0;
+        tk->n_suffix = 0;
+
+        if (json_is_true(add_bos)) {
+            tok = kvr_tok_config_token(config, "bos_token");
+
+            if (tok == NULL || kvr_tok_token_id(root, tok, &id) != 0) {
+                kvr_tok_fail("%s: add_bos_token without a known bos_token",
+                             path);
+            }
+
+            tk->prefix[tk->n_prefix++] = id;
+        }
+
+        if (json_is_true(add_eos)) {
+            tok = kvr_tok_config_token(config, "eos_token");
+
+            if (tok == NULL || kvr_tok_token_id(root, tok, &id) != 0) {
+                kvr_tok_fail("%s: add_eos_token without a known eos_token",
+                             path);
+            }
+
+            tk->suffix[tk->n_suffix++] = id;
+        }
+    }
+
+    json_decref(config);
+
+    return 0;
+
+failed:
+
+    json_decref(config);
+
+    return -1;
+}
+
+
+kvr_tokenizer_t *
+kvr_tokenizer_load(const char *json_path, const char *config_path,
+    char *err, size_t errlen)
+{
+    json_t           *root, *norm, *dec;
+    json_error_t      jerr;
+    kvr_tokenizer_t  *tk;
+
+    root = NULL;
+
+    tk = calloc(1, sizeof(kvr_tokenizer_t));
+    if (tk == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+
+    root = json_load_file(json_path, 0, &jerr);
+    if (root == NULL) {
+        snprintf(err, errlen, "%s:%d: %s", json_path, jerr.line, jerr.text);
+        goto failed;
+    }
+
+    if (!json_is_object(root)) {
+        kvr_tok_fail("%s: not an object", json_path);
+    }
+
+    if (!kvr_tok_false(root, "truncation")
+        || !kvr_tok_false(root, "padding"))
+    {
+        kvr_tok_fail("truncation and padding must be null");
+    }
+
+    norm = json_object_get(root, "normalizer");
+
+    if (norm == NULL || json_is_null(norm)) {
+        tk->nfc = 0;
+
+    } else if (kvr_tok_is_type(norm, "NFC")) {
+        if (kvr_tok_nfc_check_version(err, errlen) != 0) {
+            goto failed;
+        }
+
+        tk->nfc = 1;
+
+    } else {
+        kvr_tok_fail("normalizer: only null and NFC are supported");
+    }
+
+    dec = json_object_get(root, "decoder");
+
+    if (dec != NULL && !json_is_null(dec) && !kvr_tok_is_type(dec,
+                                                              "ByteLevel"))
+    {
+        kvr_tok_fail("decoder: only null and ByteLevel are supported");
+    }
+
+    if (kvr_tok_load_model(tk, root, err, errlen) != 0
+        || kvr_tok_load_added(tk, root, err, errlen) != 0
+        || kvr_tok_load_pretok(tk, root, err, errlen) != 0
+        || kvr_tok_load_post(tk, root, err, errlen) != 0)
+    {
+        goto failed;
+    }
+
+    if (config_path != NULL
+        && kvr_tok_load_config(tk, root, config_path, err, errlen) != 0)
+    {
+        goto failed;
+    }
+
+    json_decref(root);
+
+    return tk;
+
+failed:
+
+    json_decref(root);
+    kvr_tokenizer_free(tk);
+
+    return NULL;
+}
+
+
+void
+kvr_tokenizer_set_max_input(kvr_tokenizer_t *tk, size_t max_input)
+{
+    tk->max_input = max_input;
+}
+
+
+void
+kvr_tokenizer_free(kvr_tokenizer_t *tk)
+{
+    if (tk == NULL) {
+        return;
+    }
+
+    kvr_tok_bpe_free(tk->bpe);
+    kvr_tok_pretok_free(tk->pretok);
+    kvr_tok_added_free(tk->added);
+    free(tk);
+}
+
+
+static int
+kvr_tok_piece(void *data, const uint8_t *piece, size_t len)
+{
+    kvr_tok_encode_ctx_t  *ctx;
+
+    ctx = data;
+
+    return kvr_tok_bpe_encode(ctx->tk->bpe, piece, len, ctx->out);
+}
+
+
+/* one gap between added tokens: normalize, split, BPE */
+static int
+kvr_tok_encode_gap(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
+    kvr_ids_t *out)
+{
+    int                    rc;
+    size_t                 norm_len;
+    uint8_t               *norm;
+    kvr_tok_encode_ctx_t   ctx;
+
+    if (len == 0) {
+        return KVR_TOK_OK;
+    }
+
+    norm = NULL;
+
+    if (tk->nfc) {
+        if (kvr_tok_nfc(s, len, &norm, &norm_len) != 0) {
+            return KVR_TOK_NORMALIZE;
+        }
+
+        if (norm != NULL) {
+            s = norm;
+            len = norm_len;
+        }
+    }
+
+    ctx.tk = tk;
+    ctx.out = out;
+
+    rc = kvr_tok_pretok_split(tk->pretok, s, len, kvr_tok_piece, &ctx);
+
+    free(norm);
+
+    return rc;
+}
+
+
+static int
+kvr_tok_is_space(const uint8_t *s, size_t len, size_t *n)
+{
+    uint32_t  cp;
+
+    *n = kvr_tok_utf8_decode(s, len, &cp);
+
+    return *n != 0
+           && kvr_tok_in_ranges(kvr_tok_white_space, kvr_tok_white_space_n,
+                                cp);
+}
+
+
+/* extends an added-token match over white space (lstrip / rstrip) */
+static void
+kvr_tok_strip(const uint8_t *s, size_t len, size_t floor,
+    kvr_tok_added_match_t *m)
+{
+    size_t  n, p;
+
+    if (m->flags & KVR_TOK_ADDED_LSTRIP) {
+        while (m->start > floor) {
+            p = m->start - 1;
+
+            while (p > floor && (s[p] & 0xc0) == 0x80) {
+                p--;
+            }
+
+            if (!kvr_tok_is_space(s + p, len - p, &n)) {
+                break;
+            }
+
+            m->start = p;
+        }
+    }
+
+    if (m->flags & KVR_TOK_ADDED_RSTRIP) {
+        while (m->end < len && kvr_tok_is_space(s + m->end, len - m->end, &n))
+        {
+            m->end += n;
+        }
+    }
+}
+
+
+int
+kvr_tokenizer_encode(kvr_tokenizer_t *tk, const char *text, size_t len,
+    int add_special_tokens, kvr_ids_t *out)
+{
+    int                     rc;
+    size_t                  i, gap, from;
+    const uint8_t          *s;
+    kvr_tok_added_match_t   m;
+
+    s = (const uint8_t *) text;
+
+    if (tk->max_input && len > tk->max_input) {
+        return KVR_TOK_TOO_LONG;
+    }
+
+    if (!kvr_tok_utf8_valid(s, len)) {
+        return KVR_TOK_BAD_UTF8;
+    }
+
+    if (add_special_tokens) {
+        for (i = 0; i < tk->n_prefix; i++) {
+            if (kvr_ids_push(out, tk->prefix[i]) != 0) {
+                return KVR_TOK_TOO_MANY;
+            }
+        }
+    }
+
+    gap = 0;
+    from = 0;
+
+    while (kvr_tok_added_find(tk->added, s, len, from, &m) == 0) {
+
+        if (tk->split_special && (m.flags & KVR_TOK_ADDED_SPECIAL)) {
+            /* encoded as text; the matcher goes on after it */
+            from = m.end;
+            continue;
+        }
+
+        kvr_tok_strip(s, len, gap, &m);
+
+        rc = kvr_tok_encode_gap(tk, s + gap, m.start - gap, out);
+        if (rc != KVR_TOK_OK) {
+            return rc;
+        }
+
+        if (kvr_ids_push(out, m.id) != 0) {
+            return out->n == out->max ? KVR_TOK_TOO_MANY : KVR_TOK_NO_MEMORY;
+        }
+
+        gap = m.end;
+        from = m.end;
+    }
+
+    rc = kvr_tok_encode_gap(tk, s + gap, len - gap, out);
+    if (rc != KVR_TOK_OK) {
+        return rc;
+    }
+
+    if (add_special_tokens) {
+        for (i = 0; i < tk->n_suffix; i++) {
+            if (kvr_ids_push(out, tk->suffix[i]) != 0) {
+                return KVR_TOK_TOO_MANY;
+            }
+        }
+    }
+
+    return KVR_TOK_OK;
+}
