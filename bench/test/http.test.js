@@ -1,0 +1,231 @@
+'use strict';
+// The emulator's HTTP surface, through a real child process.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { startEmulator, request, postJson, sseData } = require('./helpers');
+
+const BS = 16;
+let emu;
+
+test.before(async () => {
+  emu = await startEmulator(['--time-scale', '50', '--capacity-blocks', '400'], 2);
+});
+
+test.after(async () => {
+  const code = await emu.stop();
+  assert.equal(code, 0, 'clean exit on SIGTERM');
+});
+
+function tokens(start, n) {
+  return Array.from({ length: n }, (_, i) => 1000 + ((start + i * 7919) % 50000));
+}
+
+test('the same long prompt twice: cached_tokens 0, then floor((len-1)/16)*16', async () => {
+  const prompt = tokens(1, 2371);
+  const a = await postJson(emu.basePort, '/v1/completions', { prompt, max_tokens: 4 });
+  assert.equal(a.status, 200);
+  assert.equal(a.json.usage.prompt_tokens, 2371);
+  assert.equal(a.json.usage.completion_tokens, 4);
+  assert.equal(a.json.usage.total_tokens, 2375);
+  assert.equal(a.json.usage.prompt_tokens_details.cached_tokens, 0);
+  const b = await postJson(emu.basePort, '/v1/completions', { prompt, max_tokens: 4 });
+  assert.equal(b.json.usage.prompt_tokens_details.cached_tokens, Math.floor(2370 / BS) * BS);
+  // the other engine has its own cache
+  const c = await postJson(emu.basePort + 1, '/v1/completions', { prompt, max_tokens: 4 });
+  assert.equal(c.json.usage.prompt_tokens_details.cached_tokens, 0);
+});
+
+test('text prompts: cached_tokens from the tokenized length', async () => {
+  const text = Array.from({ length: 300 }, (_, i) => `word${i}`).join(' ');
+  const a = await postJson(emu.basePort, '/v1/completions', { prompt: text, max_tokens: 1 });
+  const n = a.json.usage.prompt_tokens;
+  assert.ok(n > 300);
+  const b = await postJson(emu.basePort, '/v1/completions', { prompt: [text], max_tokens: 1 });
+  assert.equal(b.json.usage.prompt_tokens, n);
+  assert.equal(b.json.usage.prompt_tokens_details.cached_tokens, Math.floor((n - 1) / BS) * BS);
+});
+
+test('engine identity in header and body', async () => {
+  for (const i of [0, 1]) {
+    const r = await postJson(emu.basePort + i, '/v1/completions', { prompt: 'hi', max_tokens: 2 });
+    assert.equal(r.headers['x-engine-id'], `engine-${i}`);
+    assert.equal(r.json.engine_id, `engine-${i}`);
+    assert.equal(r.json.object, 'text_completion');
+    assert.equal(r.json.choices[0].finish_reason, 'length');
+    assert.equal(typeof r.json.choices[0].text, 'string');
+  }
+});
+
+test('max_tokens defaults to 16', async () => {
+  const r = await postJson(emu.basePort, '/v1/completions', { prompt: 'hello' });
+  assert.equal(r.json.usage.completion_tokens, 16);
+});
+
+test('completions streaming: SSE chunks, usage chunk, [DONE]', async () => {
+  const r = await postJson(emu.basePort, '/v1/completions', {
+    prompt: tokens(99, 100), max_tokens: 5, stream: true, stream_options: { include_usage: true } });
+  assert.equal(r.status, 200);
+  assert.match(r.headers['content-type'], /^text\/event-stream/);
+  assert.equal(r.headers['x-engine-id'], 'engine-0');
+  const data = sseData(r.body);
+  assert.equal(data[data.length - 1], '[DONE]');
+  const chunks = data.slice(0, -1).map((d) => JSON.parse(d));
+  assert.equal(chunks.length, 6, '5 token chunks + 1 usage chunk');
+  for (const c of chunks) assert.equal(c.engine_id, 'engine-0');
+  for (const c of chunks.slice(0, 5)) {
+    assert.equal(c.choices.length, 1);
+    assert.equal(typeof c.choices[0].text, 'string');
+  }
+  assert.equal(chunks[3].choices[0].finish_reason, null);
+  assert.equal(chunks[4].choices[0].finish_reason, 'length');
+  assert.deepEqual(chunks[5].choices, []);
+  assert.equal(chunks[5].usage.completion_tokens, 5);
+  assert.equal(chunks[5].usage.prompt_tokens, 100);
+  assert.equal(chunks[5].usage.prompt_tokens_details.cached_tokens, 0);
+});
+
+test('streaming without include_usage has no usage chunk', async () => {
+  const r = await postJson(emu.basePort, '/v1/completions', { prompt: 'x y z', max_tokens: 2, stream: true });
+  const data = sseData(r.body);
+  assert.deepEqual(data.length, 3);
+  assert.equal(data[2], '[DONE]');
+  for (const d of data.slice(0, 2)) assert.equal(JSON.parse(d).usage, undefined);
+});
+
+test('chat completions, stream and not', async () => {
+  const messages = [{ role: 'user', content: 'Hello! What is 2+2?' }];
+  const r = await postJson(emu.basePort + 1, '/v1/chat/completions', { messages, max_tokens: 3 });
+  assert.equal(r.status, 200);
+  assert.equal(r.json.object, 'chat.completion');
+  assert.equal(r.json.engine_id, 'engine-1');
+  assert.equal(r.json.choices[0].message.role, 'assistant');
+  assert.equal(r.json.usage.completion_tokens, 3);
+  // "<|im_start|>user\nHello! What is 2+2?<|im_end|>\n<|im_start|>assistant\n"
+  const s = await postJson(emu.basePort + 1, '/v1/chat/completions', {
+    messages, max_completion_tokens: 2, stream: true, stream_options: { include_usage: true } });
+  const data = sseData(s.body);
+  const chunks = data.slice(0, -1).map((d) => JSON.parse(d));
+  assert.equal(chunks[0].object, 'chat.completion.chunk');
+  assert.deepEqual(chunks[0].choices[0].delta, { role: 'assistant', content: '' });
+  const content = chunks.filter((c) => c.choices.length && c.choices[0].delta.content);
+  assert.equal(content.length, 2);
+  const usage = chunks[chunks.length - 1].usage;
+  assert.equal(usage.prompt_tokens, r.json.usage.prompt_tokens);
+  assert.ok(usage.prompt_tokens_details.cached_tokens >= 0);
+});
+
+test('the first stream chunk arrives at the first token, before the last', async () => {
+  const slow = await startEmulator(['--time-scale', '1', '--base-us', '1000',
+    '--prefill-us-per-token', '1', '--decode-us-per-seq', '60000']);
+  try {
+    const http = require('node:http');
+    const times = await new Promise((resolve, reject) => {
+      const t0 = Date.now();
+      const stamps = [];
+      const req = http.request({ host: '127.0.0.1', port: slow.basePort, method: 'POST',
+        path: '/v1/completions', headers: { 'content-type': 'application/json' } }, (res) => {
+        res.on('data', (c) => { if (c.toString().includes('data: {')) stamps.push(Date.now() - t0); });
+        res.on('end', () => resolve(stamps));
+      });
+      req.on('error', reject);
+      req.end(JSON.stringify({ prompt: 'one two three', max_tokens: 3, stream: true }));
+    });
+    // prefill step ~1 ms; two decode steps of ~61 ms each follow
+    assert.ok(times[0] < 50, `first chunk at ${times[0]} ms`);
+    assert.ok(times[times.length - 1] - times[0] >= 100, `last chunk at ${times[times.length - 1]} ms`);
+  } finally {
+    await slow.stop();
+  }
+});
+
+test('bad requests get 400 with an OpenAI-style error', async () => {
+  const cases = [
+    '{not json',
+    '[1,2]',
+    { max_tokens: 4 },
+    { prompt: '' },
+    { prompt: 'hi', max_tokens: 0 },
+    { prompt: 'hi', max_tokens: 1.5 },
+    { prompt: [1, 2, -3] },
+    { prompt: [1, 2, 1e9] },
+    { prompt: { a: 1 } },
+    { prompt: 'hi', n: 3 },
+    { prompt: tokens(0, 400 * 16) },            // larger than the whole cache
+  ];
+  for (const body of cases) {
+    const r = await postJson(emu.basePort, '/v1/completions', body);
+    assert.equal(r.status, 400, JSON.stringify(body).slice(0, 80));
+    assert.equal(r.json.object, 'error');
+    assert.equal(typeof r.json.message, 'string');
+    assert.equal(r.headers['x-engine-id'], 'engine-0');
+  }
+  const c = await postJson(emu.basePort, '/v1/chat/completions', { messages: 'hi' });
+  assert.equal(c.status, 400);
+  const nf = await request(emu.basePort, 'GET', '/nope');
+  assert.equal(nf.status, 404);
+  // still serving
+  const ok = await postJson(emu.basePort, '/v1/completions', { prompt: 'hi', max_tokens: 1 });
+  assert.equal(ok.status, 200);
+});
+
+test('/v1/models', async () => {
+  const r = await request(emu.basePort, 'GET', '/v1/models');
+  const j = JSON.parse(r.body);
+  assert.equal(j.object, 'list');
+  assert.equal(j.data[0].id, 'Qwen/Qwen3-0.6B');
+});
+
+function metricValue(text, name) {
+  const line = text.split('\n').find((l) => l.startsWith(name + '{') || l.startsWith(name + ' '));
+  assert.ok(line, 'metric ' + name);
+  return Number(line.split(' ').pop());
+}
+
+test('/metrics: vLLM names; prefix cache counters in tokens', async () => {
+  const e = await startEmulator(['--time-scale', '50']);
+  try {
+    const prompt = tokens(5, 200);
+    await postJson(e.basePort, '/v1/completions', { prompt, max_tokens: 2 });
+    await postJson(e.basePort, '/v1/completions', { prompt, max_tokens: 2 });
+    const m = (await request(e.basePort, 'GET', '/metrics')).body;
+    for (const name of ['vllm:num_requests_running', 'vllm:num_requests_waiting',
+      'vllm:gpu_cache_usage_perc', 'vllm:kv_cache_usage_perc']) {
+      assert.match(m, new RegExp(`^# TYPE ${name} gauge$`, 'm'));
+    }
+    assert.match(m, /^# TYPE vllm:prefix_cache_queries counter$/m);
+    assert.match(m, /^# TYPE vllm:prefix_cache_hits counter$/m);
+    assert.equal(metricValue(m, 'vllm:prefix_cache_queries_total'), 400);
+    assert.equal(metricValue(m, 'vllm:prefix_cache_hits_total'), Math.floor(199 / BS) * BS);
+    assert.equal(metricValue(m, 'kvemu_requests_total'), 2);
+    assert.equal(metricValue(m, 'vllm:num_requests_running'), 0);
+    assert.equal(metricValue(m, 'vllm:kv_cache_usage_perc'), 0, 'finished requests hold no blocks');
+  } finally {
+    await e.stop();
+  }
+});
+
+test('POST /reset_prefix_cache drops cached prefixes', async () => {
+  const prompt = tokens(77, 64);
+  await postJson(emu.basePort + 1, '/v1/completions', { prompt, max_tokens: 1 });
+  const hit = await postJson(emu.basePort + 1, '/v1/completions', { prompt, max_tokens: 1 });
+  assert.equal(hit.json.usage.prompt_tokens_details.cached_tokens, 48);
+  const r = await request(emu.basePort + 1, 'POST', '/reset_prefix_cache');
+  assert.equal(r.status, 200);
+  const miss = await postJson(emu.basePort + 1, '/v1/completions', { prompt, max_tokens: 1 });
+  assert.equal(miss.json.usage.prompt_tokens_details.cached_tokens, 0);
+});
+
+test('concurrent requests on a small cache all complete', async () => {
+  const e = await startEmulator(['--time-scale', '100', '--capacity-blocks', '20']);
+  try {
+    // each needs ceil((150 + 4) / 16) = 10 blocks: two at a time fit
+    const rs = await Promise.all(Array.from({ length: 8 }, (_, k) =>
+      postJson(e.basePort, '/v1/completions', { prompt: tokens(k * 1000, 150), max_tokens: 4 })));
+    for (const r of rs) assert.equal(r.status, 200);
+    const m = (await request(e.basePort, 'GET', '/metrics')).body;
+    assert.equal(metricValue(m, 'kvemu_free_blocks'), 20);
+  } finally {
+    await e.stop();
+  }
+});
