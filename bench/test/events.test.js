@@ -1,0 +1,231 @@
+'use strict';
+// KV events as a subscriber sees them: a real ZMQ SUB socket connected to
+// the emulator, frames and msgpack decoded independently of the emulator's
+// encoder, checked against kv-events.md sections 1-2 and 6.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const zmq = require('zeromq');
+const msgpack = require('@msgpack/msgpack');
+const { startEmulator, postJson, request } = require('./helpers');
+
+const BS = 16;
+
+function tokens(start, n) {
+  return Array.from({ length: n }, (_, i) => 2000 + ((start * 131 + i * 7919) % 60000));
+}
+
+class Sub {
+  constructor(port) {
+    this.sock = new zmq.Subscriber({ linger: 0 });
+    this.sock.connect(`tcp://127.0.0.1:${port}`);
+    this.sock.subscribe();
+    this.msgs = [];
+    this.waiters = [];
+    this.loop = (async () => {
+      try {
+        for await (const frames of this.sock) {
+          this.msgs.push(frames);
+          for (const w of this.waiters.splice(0)) w();
+        }
+      } catch (e) { /* closed */ }
+    })();
+  }
+
+  // wait until at least n messages arrived (or timeout)
+  async waitFor(n, ms) {
+    const deadline = Date.now() + (ms || 3000);
+    while (this.msgs.length < n && Date.now() < deadline) {
+      await new Promise((r) => { this.waiters.push(r); setTimeout(r, 50); });
+    }
+    return this.msgs;
+  }
+
+  close() {
+    this.sock.close();
+  }
+}
+
+function decodeMsg(frames) {
+  assert.equal(frames.length, 3, 'three frames');
+  assert.equal(frames[1].length, 8, '8-byte sequence');
+  const seq = frames[1].readBigUInt64BE(0);
+  const batch = msgpack.decode(frames[2], { useBigInt64: true });
+  return { topic: frames[0].toString(), seq, batch, raw: frames[2] };
+}
+
+// all events of all messages, flattened
+function allEvents(msgs) {
+  return msgs.map(decodeMsg).flatMap((m) => m.batch[1]);
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Normalise a wire hash (number, bigint or bytes) to a string key.
+function hkey(h) {
+  if (h instanceof Uint8Array) return Buffer.from(h).toString('hex');
+  return BigInt.asUintN(64, BigInt(h)).toString();
+}
+
+test('array era, int hashes: frames, seq from 0, BlockStored at scheduling, lazy BlockRemoved', async () => {
+  // 20 blocks: one 200-token request (13 blocks + decode) at a time
+  const emu = await startEmulator(['--kv-events', 'zmq', '--time-scale', '50',
+    '--capacity-blocks', '20', '--events-topic', 'kv-events']);
+  const sub = new Sub(emu.eventsPort);
+  try {
+    await sleep(300);                           // let the subscription reach the PUB
+    const p1 = tokens(1, 200);
+    const r1 = await postJson(emu.basePort, '/v1/completions', { prompt: p1, max_tokens: 1 });
+    assert.equal(r1.status, 200);
+    await sub.waitFor(1);
+    const m0 = decodeMsg(sub.msgs[0]);
+    assert.equal(m0.topic, 'kv-events');
+    assert.equal(m0.seq, 0n);
+    assert.equal(m0.batch.length, 3, '[ts, events, dp_rank]');
+    assert.equal(m0.raw[1], 0xcb, 'ts is a float64');
+    assert.ok(Math.abs(m0.batch[0] - Date.now() / 1000) < 10);
+    assert.equal(Number(m0.batch[2]), 0);
+    const st = m0.batch[1][0];
+    assert.ok(Array.isArray(st));
+    assert.equal(st[0], 'BlockStored');
+    assert.equal(st.length, 12);
+    const hashes1 = st[1];
+    assert.equal(hashes1.length, Math.floor(200 / BS));
+    for (const h of hashes1) assert.ok(typeof h === 'number' || typeof h === 'bigint');
+    assert.equal(st[2], null, 'parent of the first block is nil');
+    assert.deepEqual(st[3].map(Number), p1.slice(0, hashes1.length * BS));
+    assert.equal(Number(st[4]), BS);
+    assert.equal(st[6], 'GPU');
+
+    // a repeat with a longer prompt: hit on 12 blocks, stores the rest with
+    // the last hit block as parent
+    const p2 = p1.concat(tokens(2, 40));          // 240 tokens = 15 blocks
+    const r2 = await postJson(emu.basePort, '/v1/completions', { prompt: p2, max_tokens: 1 });
+    assert.equal(r2.json.usage.prompt_tokens_details.cached_tokens, 12 * BS);
+    await sub.waitFor(2);
+    const m1 = decodeMsg(sub.msgs[1]);
+    assert.equal(m1.seq, 1n, 'seq counts batches');
+    const st2 = m1.batch[1].find((e) => e[0] === 'BlockStored');
+    assert.equal(hkey(st2[2]), hkey(hashes1[11]), 'parent = last hit block');
+    assert.equal(st2[1].length, 3);
+    assert.deepEqual(st2[3].map(Number), p2.slice(12 * BS, 15 * BS));
+    assert.equal(m1.batch[1].filter((e) => e[0] === 'BlockRemoved').length, 0,
+      'nothing evicted yet: no BlockRemoved');
+
+    // an unrelated prompt needs most of the cache: evicts the LRU blocks,
+    // tail of the chain first, each in its own BlockRemoved, before the store
+    const before = sub.msgs.length;
+    const p3 = tokens(3, 280);                  // 18 blocks + decode = 18
+    await postJson(emu.basePort, '/v1/completions', { prompt: p3, max_tokens: 1 });
+    await sub.waitFor(before + 1);
+    await sleep(100);
+    const evs = allEvents(sub.msgs.slice(before));
+    const removed = evs.filter((e) => e[0] === 'BlockRemoved');
+    assert.ok(removed.length > 0);
+    for (const e of removed) {
+      assert.equal(e[1].length, 1, 'one hash per BlockRemoved');
+      assert.equal(e[2], 'GPU');
+    }
+    const firstStore = evs.findIndex((e) => e[0] === 'BlockStored');
+    const lastRemove = evs.map((e) => e[0]).lastIndexOf('BlockRemoved');
+    assert.ok(lastRemove < firstStore, 'evictions queued before the store');
+    // p2's chain was freed last-block-first: its 15th block goes first
+    const p2chain = hashes1.concat(st2[1]).map(hkey);
+    assert.equal(hkey(removed[0][1][0]), p2chain[14]);
+    assert.equal(hkey(removed[1][1][0]), p2chain[13]);
+
+    // reset: AllBlocksCleared
+    const before2 = sub.msgs.length;
+    const rr = await request(emu.basePort, 'POST', '/reset_prefix_cache');
+    assert.equal(rr.status, 200);
+    await sub.waitFor(before2 + 1);
+    const last = decodeMsg(sub.msgs[sub.msgs.length - 1]);
+    assert.deepEqual(last.batch[1], [['AllBlocksCleared']]);
+    const seqs = sub.msgs.map((f) => Number(decodeMsg(f).seq));
+    assert.deepEqual(seqs, seqs.map((_, i) => i), 'consecutive sequence numbers');
+  } finally {
+    sub.close();
+    await emu.stop();
+  }
+});
+
+test('map era, bytes hashes', async () => {
+  const emu = await startEmulator(['--kv-events', 'zmq', '--time-scale', '50',
+    '--events-format', 'map', '--hash-type', 'bytes']);
+  const sub = new Sub(emu.eventsPort);
+  try {
+    await sleep(300);
+    const p = tokens(9, 100);
+    await postJson(emu.basePort, '/v1/completions', { prompt: p, max_tokens: 1 });
+    await sub.waitFor(1);
+    const m = decodeMsg(sub.msgs[0]);
+    assert.equal(m.topic, '', 'default topic is empty');
+    assert.ok(Array.isArray(m.batch), 'outer batch stays an array');
+    const ev = m.batch[1][0];
+    assert.equal(ev.type, 'BlockStored');
+    assert.equal(ev.block_hashes.length, 6);
+    for (const h of ev.block_hashes) {
+      assert.ok(h instanceof Uint8Array);
+      assert.equal(h.length, 32);
+    }
+    assert.equal(ev.parent_block_hash, null);
+    assert.deepEqual(ev.token_ids.map(Number), p.slice(0, 96));
+    assert.equal(Number(ev.block_size), BS);
+    assert.ok('lora_id' in ev && ev.lora_id === null, 'no-default fields present as nil');
+    assert.ok('lora_name' in ev);
+    assert.equal(ev.medium, 'GPU');
+    assert.ok(!('kv_cache_spec_sliding_window' in ev), 'None-default fields omitted');
+  } finally {
+    sub.close();
+    await emu.stop();
+  }
+});
+
+test('sglang flavour: 7-element BlockStored, signed int64 hashes', async () => {
+  const emu = await startEmulator(['--kv-events', 'zmq', '--time-scale', '50', '--flavour', 'sglang']);
+  const sub = new Sub(emu.eventsPort);
+  try {
+    await sleep(300);
+    await postJson(emu.basePort, '/v1/completions', { prompt: tokens(4, 33 * 16 + 1), max_tokens: 1 });
+    await sub.waitFor(1);
+    const ev = decodeMsg(sub.msgs[0]).batch[1][0];
+    assert.equal(ev[0], 'BlockStored');
+    assert.equal(ev.length, 7);
+    assert.equal(ev[1].length, 33);
+    // 33 random 64-bit values: all non-negative would be a 1 in 2^33 event
+    assert.ok(ev[1].some((h) => BigInt(h) < 0n), 'signed hashes');
+  } finally {
+    sub.close();
+    await emu.stop();
+  }
+});
+
+test('replay over a DEALER socket returns buffered batches and the end marker', async () => {
+  const emu = await startEmulator(['--kv-events', 'zmq', '--time-scale', '50']);
+  try {
+    await postJson(emu.basePort, '/v1/completions', { prompt: tokens(5, 64), max_tokens: 1 });
+    await postJson(emu.basePort, '/v1/completions', { prompt: tokens(6, 64), max_tokens: 1 });
+    const d = new zmq.Dealer({ linger: 0, receiveTimeout: 3000 });
+    d.connect(`tcp://127.0.0.1:${emu.replayPort}`);
+    const start = Buffer.alloc(8);
+    start.writeBigUInt64BE(1n);
+    await d.send([Buffer.alloc(0), start]);
+    const replies = [];
+    for (;;) {
+      const msg = await d.receive();
+      replies.push(msg);
+      if (msg.length === 3 && msg[1].equals(Buffer.alloc(8, 0xff))) break;
+    }
+    d.close();
+    // array era = original layout ["", seq, payload]; one batch with seq >= 1
+    assert.equal(replies.length, 2);
+    assert.equal(replies[0].length, 3);
+    assert.equal(replies[0][0].length, 0);
+    assert.equal(replies[0][1].readBigUInt64BE(0), 1n);
+    const batch = msgpack.decode(replies[0][2], { useBigInt64: true });
+    assert.equal(batch[1][0][0], 'BlockStored');
+    assert.equal(replies[1][2].length, 0);
+  } finally {
+    await emu.stop();
+  }
+});
