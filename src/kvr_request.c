@@ -294,10 +294,8 @@ kvr_request_chat(kvr_request_t *req, size_t body_len, size_t max_prompt)
     r.status = KVR_PARSE_OK;
 
     /* the rendering is about as long as the body: one allocation usually */
-    r.hint = body_len + KVR_REQUEST_MIN_CAP;
-    if (r.hint > KVR_REQUEST_MAX_HINT) {
-        r.hint = KVR_REQUEST_MAX_HINT;
-    }
+    r.hint = (body_len < KVR_REQUEST_MAX_HINT) ? body_len + 1
+                                                : KVR_REQUEST_MAX_HINT;
 
     tools = json_object_get(req->root, "tools");
 
