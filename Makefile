@@ -25,6 +25,7 @@ include mk/module.mk
 include mk/unit.mk
 include mk/nginx-tests.mk
 -include mk/bench.mk
+include mk/demo.mk
 -include mk/tokenizer.mk
 
 test: deps all

@@ -31,6 +31,7 @@ static char *ngx_http_kvroute_merge_loc_conf(ngx_conf_t *cf, void *parent,
 static ngx_int_t ngx_http_kvroute_preconfiguration(ngx_conf_t *cf);
 static ngx_int_t ngx_http_kvroute_postconfiguration(ngx_conf_t *cf);
 static ngx_int_t ngx_http_kvroute_init_process(ngx_cycle_t *cycle);
+static void ngx_http_kvroute_exit_process(ngx_cycle_t *cycle);
 
 
 static ngx_command_t  ngx_http_kvroute_commands[] = {
@@ -85,7 +86,7 @@ ngx_module_t  ngx_http_kvroute_module = {
     ngx_http_kvroute_init_process,         /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
-    NULL,                                  /* exit process */
+    ngx_http_kvroute_exit_process,         /* exit process */
     NULL,                                  /* exit master */
     NGX_MODULE_V1_PADDING
 };
@@ -573,4 +574,26 @@ ngx_http_kvroute_init_process(ngx_cycle_t *cycle)
     }
 
     return NGX_OK;
+}
+
+
+static void
+ngx_http_kvroute_exit_process(ngx_cycle_t *cycle)
+{
+    ngx_uint_t                     i;
+    ngx_http_kvroute_srv_conf_t   *kcf;
+    ngx_http_kvroute_main_conf_t  *kmcf;
+    ngx_http_upstream_srv_conf_t **up;
+
+    kmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_kvroute_module);
+    if (kmcf == NULL) {
+        return;
+    }
+
+    up = kmcf->upstreams.elts;
+
+    for (i = 0; i < kmcf->upstreams.nelts; i++) {
+        kcf = ngx_http_conf_upstream_srv_conf(up[i], ngx_http_kvroute_module);
+        ngx_http_kvroute_release_row(kcf->zone);
+    }
 }

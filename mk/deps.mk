@@ -6,12 +6,18 @@ DEB_PKGS := nginx nginx-dev libnginx-mod-http-echo libzmq3-dev \
     libutf8proc-dev build-essential pkg-config curl perl \
     libtest-base-perl libtext-diff-perl libtest-longstring-perl \
     liblist-moreutils-perl libhttp-message-perl liburi-perl \
-    libipc-run-perl nodejs npm wrk gnuplot-nox
+    libipc-run-perl wrk gnuplot-nox
+
+# node and npm may come from elsewhere than Debian (the machine image has
+# them); Debian's are installed only when the commands are missing
+NODE_PKGS := nodejs npm
 
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
 	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
-	    | grep -q 'install ok installed' || echo $$p; done); \
+	    | grep -q 'install ok installed' || echo $$p; done; \
+	    command -v node >/dev/null && command -v npm >/dev/null \
+	    || echo $(NODE_PKGS)); \
 	if [ -n "$$missing" ]; then \
 	    echo "installing:" $$missing; \
 	    if [ "$$(id -u)" != 0 ]; then \

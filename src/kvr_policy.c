@@ -55,6 +55,7 @@ kvr_policy_pick_kvroute(const kvr_policy_conf_t *conf,
     size_t    i, best, least;
     double    load, best_load, min_load, key, best_key;
     uint32_t  max_overlap;
+    uint64_t  full, fill, best_fill;
 
     max_overlap = 0;
     min_load = -1;
@@ -100,20 +101,41 @@ kvr_policy_pick_kvroute(const kvr_policy_conf_t *conf,
     } else {
 
         /*
+         * the emptiest cache first, in eighths of its size, so new
+         * prefixes spread over idle servers; among equally full ones
          * weighted rendezvous hashing: the smallest -ln(u) / weight wins,
          * u uniform in (0, 1) from the prefix and the server
          */
 
-        best_key = 0;
+        full = 0;
 
         for (i = 0; i < n; i++) {
+            if (cand[i].cached_blocks > full) {
+                full = cand[i].cached_blocks;
+            }
+
+            if (cand[i].capacity > full) {
+                full = cand[i].capacity;
+            }
+        }
+
+        best_key = 0;
+        best_fill = 0;
+
+        for (i = 0; i < n; i++) {
+            fill = full ? cand[i].cached_blocks * 8 / full : 0;
+            fill = fill > 7 ? 7 : fill;
+
             key = kvr_policy_unit(kvr_policy_mix(cand[i].id_hash,
                                                  demand->first_block));
             key = -log(key) / (cand[i].weight ? cand[i].weight : 1);
 
-            if (best == n || key < best_key) {
+            if (best == n || fill < best_fill
+                || (fill == best_fill && key < best_key))
+            {
                 best = i;
                 best_key = key;
+                best_fill = fill;
             }
         }
 

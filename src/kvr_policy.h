@@ -44,6 +44,8 @@ typedef struct {
     uint64_t       inflight_prefill;/* their uncached prompt tokens */
     uint64_t       id_hash;         /* stable per server, for homes */
     uint32_t       weight;          /* nginx server weight, >= 1 */
+    uint64_t       cached_blocks;   /* blocks the index holds for it */
+    uint64_t       capacity;        /* its cache size in blocks, 0 unknown */
 } kvr_candidate_t;
 
 

@@ -33,6 +33,7 @@ typedef enum {
     NGX_HTTP_KVROUTE_R_NONE = 0,
     NGX_HTTP_KVROUTE_R_NOT_INFERENCE,
     NGX_HTTP_KVROUTE_R_NO_BODY,
+    NGX_HTTP_KVROUTE_R_CONTENT_TYPE,
     NGX_HTTP_KVROUTE_R_NOT_JSON,
     NGX_HTTP_KVROUTE_R_INVALID_UTF8,
     NGX_HTTP_KVROUTE_R_NOT_OBJECT,
@@ -147,6 +148,7 @@ ngx_int_t ngx_http_kvroute_claim_row(ngx_http_kvroute_zone_t *zone,
     ngx_log_t *log);
 ngx_int_t ngx_http_kvroute_resolve_slots(ngx_http_kvroute_srv_conf_t *kcf,
     ngx_http_upstream_rr_peers_t *peers);
+void ngx_http_kvroute_release_row(ngx_http_kvroute_zone_t *zone);
 void ngx_http_kvroute_load(ngx_http_kvroute_zone_t *zone, ngx_int_t slot,
     uint64_t *requests, uint64_t *tokens, uint64_t *prefill);
 

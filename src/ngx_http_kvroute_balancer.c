@@ -120,6 +120,7 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
     kvr_pick_e                      why;
     kvr_demand_t                    demand;
     kvr_index_t                    *index;
+    kvr_index_slot_info_t           info;
     kvr_candidate_t                 cand[NGX_HTTP_KVROUTE_MAX_PEERS];
     ngx_http_kvroute_ctx_t         *ctx;
     ngx_http_kvroute_srv_conf_t    *kcf;
@@ -223,6 +224,14 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
                           overlap);
 
     for (i = 0; i < n; i++) {
+        cand[i].cached_blocks = 0;
+        cand[i].capacity = kcf->capacity;
+
+        if (slots[i] >= 0) {
+            kvr_index_slot_info(index, slots[i], &info);
+            cand[i].cached_blocks = info.blocks;
+        }
+
         ngx_http_kvroute_load(kcf->zone, slots[i], &requests, &tokens,
                               &prefill);
         cand[i].overlap = overlap[i];

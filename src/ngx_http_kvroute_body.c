@@ -22,6 +22,7 @@
 
 static void ngx_http_kvroute_body_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_kvroute_endpoint(ngx_http_request_t *r);
+static ngx_uint_t ngx_http_kvroute_json_type(ngx_http_request_t *r);
 static ngx_int_t ngx_http_kvroute_body_bytes(ngx_http_request_t *r,
     size_t max, u_char **data, size_t *len);
 static void ngx_http_kvroute_log_reason(ngx_http_request_t *r,
@@ -165,6 +166,12 @@ ngx_http_kvroute_analyze(ngx_http_request_t *r,
         return;
     }
 
+    if (!ngx_http_kvroute_json_type(r)) {
+        ctx->reason = NGX_HTTP_KVROUTE_R_CONTENT_TYPE;
+        ngx_http_kvroute_log_reason(r, ctx->reason, 0);
+        return;
+    }
+
     rc = ngx_http_kvroute_body_bytes(r, kcf->max_body, &body, &len);
 
     if (rc != NGX_OK) {
@@ -230,6 +237,36 @@ static ngx_int_t
 ngx_http_kvroute_endpoint(ngx_http_request_t *r)
 {
     return kvr_endpoint_from_path((char *) r->uri.data, r->uri.len);
+}
+
+
+/*
+ * Engines parse the body as JSON when Content-Type is absent or names
+ * JSON (application/json, application/x+json, ...); anything else they
+ * reject, so kvroute does not guess either.
+ */
+
+static ngx_uint_t
+ngx_http_kvroute_json_type(ngx_http_request_t *r)
+{
+    u_char           *p, *last;
+    ngx_table_elt_t  *h;
+
+    h = r->headers_in.content_type;
+
+    if (h == NULL) {
+        return 1;
+    }
+
+    last = h->value.data + h->value.len;
+
+    for (p = h->value.data; p < last && *p != ';'; p++) {
+        if (last - p >= 4 && ngx_strncasecmp(p, (u_char *) "json", 4) == 0) {
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 

@@ -186,6 +186,23 @@ ngx_http_kvroute_claim_row(ngx_http_kvroute_zone_t *zone, ngx_log_t *log)
 }
 
 
+/* a process that exits has nothing in flight any more */
+
+void
+ngx_http_kvroute_release_row(ngx_http_kvroute_zone_t *zone)
+{
+    if (zone->row < 0) {
+        return;
+    }
+
+    ngx_shmtx_lock(&zone->shpool->mutex);
+    ngx_memzero(&zone->sh->rows[zone->row], sizeof(ngx_http_kvroute_row_t));
+    ngx_shmtx_unlock(&zone->shpool->mutex);
+
+    zone->row = -1;
+}
+
+
 void
 ngx_http_kvroute_load(ngx_http_kvroute_zone_t *zone, ngx_int_t slot,
     uint64_t *requests, uint64_t *tokens, uint64_t *prefill)

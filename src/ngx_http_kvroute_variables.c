@@ -20,6 +20,7 @@ ngx_str_t  ngx_http_kvroute_reason_names[] = {
     ngx_string("-"),
     ngx_string("not-inference"),
     ngx_string("no-body"),
+    ngx_string("content-type"),
     ngx_string("not-json"),
     ngx_string("invalid-utf8"),
     ngx_string("not-object"),

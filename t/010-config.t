@@ -1,0 +1,180 @@
+# Configuration: nginx -t rejects bad values naming the parameter and why;
+# valid forms work with and without the upstream zone.
+
+use lib 't/lib';
+use Test::Nginx::Socket 'no_plan';
+use Kvroute::Bodies;
+
+my $port = $ENV{TEST_NGINX_PORT} || 1984;
+$ENV{TEST_NGINX_B1} = $port + 1;
+
+repeat_each(1);
+no_shuffle();
+run_tests();
+
+__DATA__
+
+=== TEST 1: unknown mode
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm { kvroute mode=bogus; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log
+invalid "mode" value "bogus": expected approx, round_robin or random
+
+
+
+=== TEST 2: block size out of range
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm { kvroute block_size=0; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log
+invalid "block_size" value "0": expected an integer from 1 to 4096
+
+
+
+=== TEST 3: zone too small
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm { kvroute zone=kv:4k; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log eval
+qr/invalid "zone" size "4k": expected at least \d+k/
+
+
+
+=== TEST 4: unknown policy
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm { kvroute policy=fastest; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log
+invalid "policy" value "policy=fastest": expected kvroute or dynamo
+
+
+
+=== TEST 5: unknown parameter
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm { kvroute blocksize=16; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log
+invalid parameter "blocksize=16"
+
+
+
+=== TEST 6: not a number
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm { kvroute capacity=lots; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log
+invalid "capacity" value "lots"
+
+
+
+=== TEST 7: kvroute outside upstream
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+kvroute;
+--- config
+--- must_die
+--- error_log
+"kvroute" directive is not allowed here
+
+
+
+=== TEST 8: duplicate kvroute
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm { kvroute; kvroute; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log
+"kvroute" directive is duplicate
+
+
+
+=== TEST 9: weight for balance_rel below 1
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm { kvroute balance_rel=0.5; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log
+invalid "balance_rel" value "0.5"
+
+
+
+=== TEST 10: every parameter, with the upstream zone
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm {
+    zone llm 64k;
+    kvroute mode=approx zone=kv_llm:2m block_size=16 capacity=585
+            policy=dynamo overlap_weight=1.0 balance_abs=2 balance_rel=1.25
+            max_body=2m text_chunk=64;
+    server 127.0.0.1:$TEST_NGINX_B1;
+}
+server { listen 127.0.0.1:$TEST_NGINX_B1; location / { return 200 "b1\n"; } }
+--- config
+location /v1/ {
+    proxy_pass http://llm;
+    add_header X-Kvroute-Reason $kvroute_reason;
+}
+--- more_headers
+Content-Type: application/json
+--- request eval
+[ chat_request(1, "a"), chat_request(1, "b") ]
+--- response_body eval
+[ "b1\n", "b1\n" ]
+--- response_headers eval
+[ "X-Kvroute-Reason: cost", "X-Kvroute-Reason: cost" ]
+--- no_error_log
+[error]
+[warn]
+
+
+
+=== TEST 11: baselines through the same module
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream rr { kvroute mode=round_robin; server 127.0.0.1:$TEST_NGINX_B1; }
+upstream rnd { kvroute mode=random; server 127.0.0.1:$TEST_NGINX_B1; }
+server { listen 127.0.0.1:$TEST_NGINX_B1; location / { return 200 "b1\n"; } }
+--- config
+location /rr/ {
+    proxy_pass http://rr/;
+    add_header X-Kvroute-Reason $kvroute_reason;
+}
+location /rnd/ {
+    proxy_pass http://rnd/;
+    add_header X-Kvroute-Reason $kvroute_reason;
+}
+--- more_headers
+Content-Type: application/json
+--- request eval
+[ "POST /rr/v1/completions\n" . completions_body(1, "x"),
+  "POST /rnd/v1/completions\n" . completions_body(1, "x") ]
+--- response_headers eval
+[ "X-Kvroute-Reason: round-robin", "X-Kvroute-Reason: random" ]
+--- no_error_log
+[error]

@@ -1,0 +1,146 @@
+# Prefix routing across several worker processes sharing one index.
+
+use lib 't/lib';
+use Test::Nginx::Socket 'no_plan';
+use Kvroute::Bodies;
+
+my $port = $ENV{TEST_NGINX_PORT} || 1984;
+$ENV{TEST_NGINX_B1} = $port + 1;
+$ENV{TEST_NGINX_B2} = $port + 2;
+$ENV{TEST_NGINX_B3} = $port + 3;
+
+master_on();
+workers(2);
+repeat_each(1);
+no_shuffle();
+run_tests();
+
+__DATA__
+
+=== TEST 1: one prefix, many connections, two workers: one home, then overlap
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm {
+    kvroute mode=approx;
+    server 127.0.0.1:$TEST_NGINX_B1;
+    server 127.0.0.1:$TEST_NGINX_B2;
+    server 127.0.0.1:$TEST_NGINX_B3;
+}
+server { listen 127.0.0.1:$TEST_NGINX_B1; location / { return 200 "b1\n"; } }
+server { listen 127.0.0.1:$TEST_NGINX_B2; location / { return 200 "b2\n"; } }
+server { listen 127.0.0.1:$TEST_NGINX_B3; location / { return 200 "b3\n"; } }
+--- config
+location /v1/ {
+    proxy_pass http://llm;
+    add_header X-Kvroute "$kvroute_reason $kvroute_overlap/$kvroute_blocks";
+}
+location = /kvroute_status { kvroute_status; }
+--- more_headers
+Content-Type: application/json
+--- request eval
+[ (map { chat_request(1, "question $_") } 1 .. 20), status_request() ]
+--- response_body_like eval
+[ (map { qr/^b[123]\n$/ } 1 .. 20),
+  qr/reason="overlap"\} 19\n.*reason="home"\} 1\n/s ]
+--- no_error_log
+[error]
+[alert]
+
+
+
+=== TEST 2: every request of a prefix reaches the same server
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm {
+    kvroute;
+    server 127.0.0.1:$TEST_NGINX_B1;
+    server 127.0.0.1:$TEST_NGINX_B2;
+    server 127.0.0.1:$TEST_NGINX_B3;
+}
+server { listen 127.0.0.1:$TEST_NGINX_B1; location / { return 200 "b1\n"; } }
+server { listen 127.0.0.1:$TEST_NGINX_B2; location / { return 200 "b2\n"; } }
+server { listen 127.0.0.1:$TEST_NGINX_B3; location / { return 200 "b3\n"; } }
+--- config
+location /v1/ { proxy_pass http://llm; }
+location = /kvroute_status { kvroute_status; }
+location = /t {
+    # the same prefix ten times through subrequest-free proxies: compare
+    # the backends seen by the first and the later requests
+    return 404;
+}
+--- more_headers
+Content-Type: application/json
+--- request eval
+[ (map { chat_request(2, "q$_") } 1 .. 10), status_request() ]
+--- response_body_like eval
+[ (map { qr/^b[123]\n$/ } 1 .. 10),
+  qr/^(?=(?:.*kvroute_indexed_blocks\{[^}]*\} 0\n){2})(?!(?:.*kvroute_indexed_blocks\{[^}]*\} 0\n){3})/s ]
+--- no_error_log
+[error]
+
+
+
+=== TEST 3: different prefixes partition across the servers
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm {
+    kvroute;
+    server 127.0.0.1:$TEST_NGINX_B1;
+    server 127.0.0.1:$TEST_NGINX_B2;
+    server 127.0.0.1:$TEST_NGINX_B3;
+}
+server { listen 127.0.0.1:$TEST_NGINX_B1; location / { return 200 "b1\n"; } }
+server { listen 127.0.0.1:$TEST_NGINX_B2; location / { return 200 "b2\n"; } }
+server { listen 127.0.0.1:$TEST_NGINX_B3; location / { return 200 "b3\n"; } }
+--- config
+location /v1/ { proxy_pass http://llm; }
+location = /kvroute_status { kvroute_status; }
+--- more_headers
+Content-Type: application/json
+--- request eval
+[ (map { chat_request($_, "q") } 1 .. 12),
+  (map { chat_request($_, "again") } 1 .. 12),
+  status_request() ]
+--- response_body_like eval
+[ (map { qr/^b[123]\n$/ } 1 .. 24),
+  qr/reason="overlap"\} 12\n.*reason="home"\} 12\n(?!.*kvroute_indexed_blocks\{[^}]*\} 0\n)/s ]
+--- no_error_log
+[error]
+
+
+
+=== TEST 4: completions prompts route by prefix too; salt separates
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm {
+    kvroute;
+    server 127.0.0.1:$TEST_NGINX_B1;
+    server 127.0.0.1:$TEST_NGINX_B2;
+}
+server { listen 127.0.0.1:$TEST_NGINX_B1; location / { return 200 "b1\n"; } }
+server { listen 127.0.0.1:$TEST_NGINX_B2; location / { return 200 "b2\n"; } }
+--- config
+location /v1/ {
+    proxy_pass http://llm;
+    add_header X-Kvroute "$kvroute_reason $kvroute_overlap";
+}
+--- more_headers
+Content-Type: application/json
+--- request eval
+[ completions_request(4, "first"),
+  completions_request(4, "second"),
+  "POST /v1/chat/completions\n" . chat_body(4, "x", salt => "tenant-a"),
+  "POST /v1/chat/completions\n" . chat_body(4, "y", salt => "tenant-b"),
+  "POST /v1/chat/completions\n" . chat_body(4, "z", salt => "tenant-a") ]
+--- response_headers_like eval
+[ "X-Kvroute: home 0",
+  "X-Kvroute: overlap [1-9][0-9]*",
+  "X-Kvroute: home 0",
+  "X-Kvroute: home 0",
+  "X-Kvroute: overlap [1-9][0-9]*" ]
+--- no_error_log
+[error]

@@ -1,0 +1,164 @@
+/*
+ * Copyright (C) kvroute developers
+ *
+ * Unit tests of the selection policies.
+ */
+
+
+#include <string.h>
+
+#include "tap.h"
+#include "kvr_policy.h"
+
+
+static kvr_policy_conf_t  conf_kvroute = {
+    KVR_POLICY_KVROUTE, 16, 1.0, 4, 1.5
+};
+
+static kvr_policy_conf_t  conf_dynamo = {
+    KVR_POLICY_DYNAMO, 16, 1.0, 4, 1.5
+};
+
+
+static void
+reset(kvr_candidate_t *c, size_t n)
+{
+    size_t  i;
+
+    memset(c, 0, n * sizeof(kvr_candidate_t));
+
+    for (i = 0; i < n; i++) {
+        c[i].id_hash = 0x1000 + i * 77;
+        c[i].weight = 1;
+    }
+}
+
+
+int
+main(void)
+{
+    size_t           i, pick, first, counts[4];
+    kvr_pick_e       why;
+    kvr_demand_t     d;
+    kvr_candidate_t  c[4];
+
+    memset(&d, 0, sizeof(d));
+    d.blocks = 100;
+    d.tokens = 1600;
+    d.first_block = 42;
+    d.random = 7;
+
+    /* kvroute: the longest overlap wins when loads are even */
+    reset(c, 4);
+    c[2].overlap = 80;
+    c[1].overlap = 20;
+    pick = kvr_policy_pick(&conf_kvroute, c, 4, &d, &why);
+    tap_is(pick, 2, "longest overlap wins");
+    tap_is(why, KVR_PICK_OVERLAP, "reason overlap");
+
+    /* among equal overlaps the least loaded */
+    c[1].overlap = 80;
+    c[2].inflight = 3;
+    c[1].inflight = 1;
+    pick = kvr_policy_pick(&conf_kvroute, c, 4, &d, &why);
+    tap_is(pick, 1, "equal overlap: least loaded");
+
+    /* moderate imbalance keeps the prefix where it is */
+    reset(c, 4);
+    c[3].overlap = 50;
+    c[3].inflight = 4;
+    pick = kvr_policy_pick(&conf_kvroute, c, 4, &d, &why);
+    tap_is(pick, 3, "busy by balance_abs only: stays");
+
+    /* real imbalance spills to the least loaded */
+    c[3].inflight = 5;
+    c[0].inflight = 1;
+    c[1].inflight = 0;
+    c[2].inflight = 0;
+    c[2].overlap = 10;
+    pick = kvr_policy_pick(&conf_kvroute, c, 4, &d, &why);
+    tap_is(why, KVR_PICK_LOAD, "imbalanced: reason load");
+    tap_is(pick, 2, "spill prefers the idle server with some overlap");
+
+    /* the ratio test: 9 vs 7 is within 1.5x, so it stays */
+    reset(c, 4);
+    c[0].overlap = 5;
+    c[0].inflight = 12;
+    for (i = 1; i < 4; i++) {
+        c[i].inflight = 8;
+    }
+    pick = kvr_policy_pick(&conf_kvroute, c, 4, &d, &why);
+    tap_is(pick, 0, "within balance_rel: stays");
+
+    /* new prefix: the emptiest cache gets it */
+    reset(c, 4);
+    for (i = 0; i < 4; i++) {
+        c[i].capacity = 800;
+        c[i].cached_blocks = 700;
+    }
+    c[1].cached_blocks = 10;
+    pick = kvr_policy_pick(&conf_kvroute, c, 4, &d, &why);
+    tap_is(pick, 1, "new prefix goes to the emptiest cache");
+    tap_is(why, KVR_PICK_HOME, "reason home");
+
+    /* equally full: the home depends on the prefix only, not the call */
+    c[1].cached_blocks = 700;
+    first = kvr_policy_pick(&conf_kvroute, c, 4, &d, &why);
+    for (i = 0; i < 20; i++) {
+        d.random = i * 1234567;
+        pick = kvr_policy_pick(&conf_kvroute, c, 4, &d, &why);
+        if (pick != first) {
+            break;
+        }
+    }
+    tap_is(i, 20, "home is stable for a prefix");
+
+    /* and different prefixes spread over every server */
+    memset(counts, 0, sizeof(counts));
+    for (i = 0; i < 400; i++) {
+        d.first_block = i * 0x9e3779b97f4a7c15ULL;
+        counts[kvr_policy_pick(&conf_kvroute, c, 4, &d, &why)]++;
+    }
+    for (i = 0; i < 4; i++) {
+        tap_ok(counts[i] > 60 && counts[i] < 140,
+               "server %zu is home to %zu of 400 prefixes", i, counts[i]);
+    }
+
+    /* weight: a server of weight 3 is home to about 3x as many */
+    c[0].weight = 3;
+    memset(counts, 0, sizeof(counts));
+    for (i = 0; i < 600; i++) {
+        d.first_block = i * 0x9e3779b97f4a7c15ULL + 1;
+        counts[kvr_policy_pick(&conf_kvroute, c, 4, &d, &why)]++;
+    }
+    tap_ok(counts[0] > 240 && counts[0] < 360,
+           "weight 3 of 6: %zu of 600 prefixes", counts[0]);
+
+    /* dynamo: overlap lowers the cost when loads are equal */
+    reset(c, 4);
+    c[2].overlap = 90;
+    pick = kvr_policy_pick(&conf_dynamo, c, 4, &d, &why);
+    tap_is(pick, 2, "dynamo: overlap wins at equal load");
+    tap_is(why, KVR_PICK_COST, "dynamo: reason cost");
+
+    /* ... but pending prefill on that server pushes the request away */
+    c[2].inflight_prefill = 4000;
+    c[2].inflight_tokens = 4000;
+    pick = kvr_policy_pick(&conf_dynamo, c, 4, &d, &why);
+    tap_ok(pick != 2, "dynamo: load outweighs overlap (picked %zu)", pick);
+
+    /* the exact cost: (prefill + new - cached)/bs + active/bs + new blocks */
+    reset(c, 2);
+    c[0].inflight_prefill = 160;    /* 10 blocks */
+    c[0].inflight_tokens = 320;     /* 20 blocks */
+    c[0].overlap = 30;              /* prefill 10+100-30 = 80, decode 20+70 */
+    c[1].inflight_prefill = 0;
+    c[1].inflight_tokens = 1280;    /* 80 blocks: prefill 100, decode 180 */
+    pick = kvr_policy_pick(&conf_dynamo, c, 2, &d, &why);
+    tap_is(pick, 0, "dynamo: 170 beats 280");
+
+    tap_is(kvr_policy_from_name("dynamo", 6), KVR_POLICY_DYNAMO, "name");
+    tap_is(kvr_policy_from_name("dyn", 3), -1, "bad name");
+
+    return tap_done();
+}
