@@ -11,6 +11,7 @@ use warnings;
 
 use base 'Exporter';
 
+use Config ();
 use Cwd ();
 use File::Path qw( make_path remove_tree );
 use File::Spec ();
@@ -74,7 +75,17 @@ our $ConfFile   = File::Spec->catfile($ConfDir, 'nginx.conf');
 our $PidFile    = File::Spec->catfile($LogDir, 'nginx.pid');
 
 $ENV{TEST_NGINX_SERVER_ROOT} = $ServRoot;
-$ENV{TEST_NGINX_HTML_DIR} ||= $HtmlDir;
+$ENV{TEST_NGINX_HTML_DIR} = $HtmlDir;
+if ($ENV{TEST_NGINX_RANDOMIZE}) {
+    $ENV{TEST_NGINX_SERVER_PORT} = $ServerPort;
+    $ENV{TEST_NGINX_PORT} = $ServerPort;
+}
+
+# become the reaper of the daemonized nginx (prctl PR_SET_CHILD_SUBREAPER
+# on x86-64 Linux) so that it does not linger as a zombie once it exits
+if ($^O eq 'linux' && $Config::Config{archname} =~ /^x86_64/) {
+    eval { syscall(157, 36, 1, 0, 0, 0) };
+}
 
 # hooks filled in by Test::Nginx::Socket
 our $RunTestHelper;
@@ -322,6 +333,7 @@ sub is_running ($) {
     my $pid = shift;
 
     return 0 unless defined $pid && $pid =~ /^\d+$/ && $pid > 1;
+    waitpid $pid, WNOHANG;
     return 0 unless kill 0, $pid;
 
     # a daemonized nginx is reparented; an exited one may stay a zombie
@@ -723,21 +735,25 @@ sub access_log_data () {
     return $lines;
 }
 
+# the last $n lines of a file, leaving out [debug] lines unless there
+# is nothing else
 sub tail_file ($$) {
     my ($file, $n) = @_;
     my ($lines) = read_lines($file);
-    return '' unless @$lines;
-    my $from = @$lines > $n ? @$lines - $n : 0;
-    return join '', @{$lines}[$from .. $#$lines];
+    my @important = grep { !/^\S+ \S+ \[debug\]/ } @$lines;
+    my $pick = @important ? \@important : $lines;
+    my $from = @$pick > $n ? @$pick - $n : 0;
+    return join '', @{$pick}[$from .. $#$pick];
 }
 
 sub diag_logs ($) {
     my $name = shift;
-    my $err = tail_file($ErrLogFile, 30);
+    my $err = tail_file($ErrLogFile, 15);
     my $stderr = tail_file($StderrFile, 10);
 
     Test::More::diag("$name - nginx stderr:\n$stderr") if $stderr =~ /\S/;
-    Test::More::diag("$name - tail of $ErrLogFile:\n$err") if $err =~ /\S/;
+    Test::More::diag("$name - tail of $ErrLogFile (without debug"
+                     . " lines):\n$err") if $err =~ /\S/;
 }
 
 
