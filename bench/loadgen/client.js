@@ -1,0 +1,94 @@
+'use strict';
+// Closed-loop load: C clients, each sending its next request as soon as the
+// previous one finished, streaming, measuring TTFT at the first SSE chunk.
+
+const http = require('node:http');
+
+// One streaming completion. Resolves a record {ok, status, ttftMs, totalMs,
+// promptTokens, cachedTokens, engine, error}.
+function sendOne(agent, port, body, headers) {
+  return new Promise((resolve) => {
+    const data = Buffer.from(JSON.stringify(body));
+    const t0 = process.hrtime.bigint();
+    const ms = () => Number(process.hrtime.bigint() - t0) / 1e6;
+    let ttft = null;
+    const rec = { ok: false, status: 0, ttftMs: null, totalMs: null, promptTokens: null,
+      cachedTokens: null, engine: null, error: null };
+    const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/completions', agent,
+      headers: Object.assign({ 'content-type': 'application/json', 'content-length': data.length }, headers) },
+    (res) => {
+      rec.status = res.statusCode;
+      rec.engine = res.headers['x-engine-id'] || null;
+      const chunks = [];
+      res.on('data', (c) => {
+        if (ttft === null) ttft = ms();
+        chunks.push(c);
+      });
+      res.on('end', () => {
+        rec.totalMs = ms();
+        rec.ttftMs = ttft;
+        const text = Buffer.concat(chunks).toString('utf8');
+        if (res.statusCode !== 200) {
+          rec.error = `HTTP ${res.statusCode}: ${text.slice(0, 200)}`;
+          return resolve(rec);
+        }
+        let usage = null;
+        let done = false;
+        for (const ev of text.split('\n\n')) {
+          if (!ev.startsWith('data: ')) continue;
+          const d = ev.slice(6);
+          if (d === '[DONE]') { done = true; continue; }
+          try {
+            const j = JSON.parse(d);
+            if (j.usage) usage = j.usage;
+            if (j.engine_id && !rec.engine) rec.engine = j.engine_id;
+          } catch (e) { /* counted below */ }
+        }
+        if (!done || !usage) {
+          rec.error = 'stream ended without usage or [DONE]';
+          return resolve(rec);
+        }
+        rec.promptTokens = usage.prompt_tokens;
+        rec.cachedTokens = usage.prompt_tokens_details ? usage.prompt_tokens_details.cached_tokens : 0;
+        rec.ok = true;
+        resolve(rec);
+      });
+      res.on('error', (err) => { rec.error = err.message; resolve(rec); });
+    });
+    req.on('error', (err) => { rec.error = err.message; resolve(rec); });
+    req.end(data);
+  });
+}
+
+// requests: [{prefixId, ids, text}]; o: port, concurrency, maxTokens,
+// promptForm ('text'|'tokens'), model. Resolves {records, wallMs}.
+async function runLoad(requests, o) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: o.concurrency });
+  const records = new Array(requests.length);
+  let next = 0;
+  const t0 = process.hrtime.bigint();
+  const worker = async () => {
+    for (;;) {
+      const i = next++;
+      if (i >= requests.length) return;
+      const q = requests[i];
+      const body = {
+        model: o.model,
+        prompt: o.promptForm === 'tokens' ? q.ids : q.text,
+        max_tokens: o.maxTokens,
+        stream: true,
+        stream_options: { include_usage: true },
+      };
+      const rec = await sendOne(agent, o.port, body, { 'x-kvbench-prefix': String(q.prefixId) });
+      rec.prefixId = q.prefixId;
+      rec.expectedPromptTokens = q.ids.length;
+      records[i] = rec;
+    }
+  };
+  await Promise.all(Array.from({ length: o.concurrency }, worker));
+  const wallMs = Number(process.hrtime.bigint() - t0) / 1e6;
+  agent.destroy();
+  return { records, wallMs };
+}
+
+module.exports = { runLoad, sendOne };

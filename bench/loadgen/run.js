@@ -1,0 +1,106 @@
+'use strict';
+// One benchmark point: start the emulator (W engines) and nginx with the
+// router under test, drive the workload through nginx, summarise.
+
+const path = require('node:path');
+const { spawn } = require('node:child_process');
+const { routerTable } = require('./routers');
+const { startNginx } = require('./nginx');
+const { singleTokenWords, buildWorkload, PREFIX_TOKENS, TAIL_TOKENS } = require('./workload');
+const { runLoad } = require('./client');
+const { summarise } = require('./stats');
+
+const EMULATOR = path.join(__dirname, '..', 'emulator', 'main.js');
+
+function startEmulator(args) {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [EMULATOR, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    proc.stderr.on('data', (d) => { err += d; });
+    proc.stdout.on('data', (d) => {
+      out += d;
+      if (out.includes('ready\n')) {
+        resolve({
+          proc,
+          stderr: () => err,
+          stop: () => new Promise((res) => {
+            if (proc.exitCode !== null || proc.signalCode !== null) return res();
+            proc.once('exit', () => res());
+            proc.kill('SIGTERM');
+          }),
+        });
+      }
+    });
+    proc.once('exit', (code) => reject(new Error(`emulator exited (${code}) before ready: ${err}`)));
+  });
+}
+
+// Children started by the current point, stopped on SIGINT/SIGTERM too.
+const live = new Set();
+
+async function stopAll() {
+  const all = Array.from(live);
+  live.clear();
+  await Promise.allSettled(all.map((c) => c.stop()));
+}
+
+// o: router, workers, prefixes, concurrency, requests, seed, maxTokens,
+//    promptForm, timeScale, capacityBlocks, blockSize, port, basePort,
+//    eventsBasePort, nginx, nginxWorkers, emulatorArgs[], top, build, log(msg)
+async function runPoint(o, words) {
+  const table = routerTable(o.top, o.build);
+  const router = table[o.router];
+  if (!router) throw new Error(`unknown router ${o.router}; known: ${Object.keys(table).join(', ')}`);
+  const wl = buildWorkload(words, { seed: o.seed, prefixes: o.prefixes, requests: o.requests });
+  const emuArgs = ['--engines', String(o.workers), '--base-port', String(o.basePort),
+    '--capacity-blocks', String(o.capacityBlocks), '--block-size', String(o.blockSize),
+    '--time-scale', String(o.timeScale), '--events-base-port', String(o.eventsBasePort),
+    '--replay-base-port', '0'].concat(router.kvEvents || [], o.emulatorArgs || []);
+  const emu = await startEmulator(emuArgs);
+  live.add(emu);
+  try {
+    const ports = Array.from({ length: o.workers }, (_, i) => o.basePort + i);
+    const ngx = await startNginx({ router, port: o.port, enginePorts: ports, binary: o.nginx,
+      workers: o.nginxWorkers });
+    live.add(ngx);
+    try {
+      o.log(`running ${o.requests} requests, router ${o.router}, ${o.workers} workers, ` +
+        `${o.prefixes} prefix types, concurrency ${o.concurrency}`);
+      const { records, wallMs } = await runLoad(wl.requests, {
+        port: o.port, concurrency: o.concurrency, maxTokens: o.maxTokens,
+        promptForm: o.promptForm, model: 'Qwen/Qwen3-0.6B' });
+      return summarise(records, wallMs, {
+        router: o.router, workers: o.workers, prefixes: o.prefixes, concurrency: o.concurrency,
+        capacityTokens: o.capacityBlocks * o.blockSize, promptTokens: PREFIX_TOKENS + TAIL_TOKENS });
+    } finally {
+      live.delete(ngx);
+      await ngx.stop();
+    }
+  } finally {
+    live.delete(emu);
+    await emu.stop();
+  }
+}
+
+function median(xs) {
+  const s = xs.filter((x) => typeof x === 'number').sort((a, b) => a - b);
+  if (s.length === 0) return null;
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+
+// Several runs of one point: the median of every numeric field.
+function medianOf(results) {
+  if (results.length === 1) return results[0];
+  const out = Object.assign({}, results[0]);
+  for (const k of Object.keys(out)) {
+    if (typeof out[k] === 'number' && !['workers', 'prefixes', 'concurrency', 'requests'].includes(k)) {
+      out[k] = median(results.map((r) => r[k]));
+    }
+  }
+  out.errors = results.reduce((a, r) => a + r.errors, 0);
+  out.runs = results.length;
+  return out;
+}
+
+module.exports = { runPoint, medianOf, stopAll, singleTokenWords };

