@@ -1,0 +1,110 @@
+# Self-test of the runner in master mode with HUP reloads between blocks
+# (TEST_NGINX_USE_HUP): the blocks share one master process and its
+# shared memory, as kvroute's reload tests need.  Stock nginx only.
+
+BEGIN {
+    # set before loading the runner, as real Test::Nginx reads it then
+    $ENV{TEST_NGINX_USE_HUP} = 1;
+}
+
+use Test::Nginx::Socket 'no_plan';
+
+workers(2);
+master_on();
+repeat_each(1);
+
+our ($FirstMaster, @FirstWorkers);
+
+sub read_master_pid {
+    open my $in, '<', $Test::Nginx::Util::PidFile or return undef;
+    my $pid = <$in>;
+    close $in;
+    chomp $pid if defined $pid;
+    return $pid;
+}
+
+sub worker_pids {
+    my $master = shift;
+    return sort { $a <=> $b }
+           grep { /\d/ } split /\s+/, `ps -o pid= --ppid $master`;
+}
+
+no_shuffle();
+run_tests();
+
+__DATA__
+
+=== TEST 1: first block starts a master with two workers
+--- http_config
+    limit_req_zone $server_name zone=one:1m rate=1r/m;
+--- config
+    location = /t {
+        limit_req zone=one nodelay;
+        limit_req_status 429;
+        # a content handler: "return" would act before limit_req
+        root html;
+        try_files /index.html =404;
+        add_header X-Block first;
+    }
+--- init
+$main::FirstMaster = main::read_master_pid();
+@main::FirstWorkers = main::worker_pids($main::FirstMaster);
+Test::More::is(scalar @main::FirstWorkers, 2, 'two worker processes');
+--- request
+GET /t
+--- response_headers
+X-Block: first
+--- no_error_log
+[error]
+
+
+
+=== TEST 2: reloaded, not restarted: same master, new workers, zone kept
+--- http_config
+    limit_req_zone $server_name zone=one:1m rate=1r/m;
+--- config
+    location = /t {
+        limit_req zone=one nodelay;
+        limit_req_status 429;
+        # a content handler: "return" would act before limit_req
+        root html;
+        try_files /index.html =404;
+        add_header X-Block second;
+    }
+--- init
+my $master = main::read_master_pid();
+Test::More::is($master, $main::FirstMaster, 'same master pid after the reload');
+my @workers = main::worker_pids($master);
+Test::More::is(scalar @workers, 2, 'two worker processes after the reload');
+Test::More::is(scalar(grep { my $w = $_; grep { $_ == $w } @main::FirstWorkers }
+                @workers),
+   0, 'the old workers are gone');
+--- request
+GET /t
+--- error_code: 429
+--- error_log
+reconfiguring
+limiting requests
+
+
+
+=== TEST 3: a zone of another size is a new, empty zone
+--- http_config
+    limit_req_zone $server_name zone=one:2m rate=1r/m;
+--- config
+    location = /t {
+        limit_req zone=one nodelay;
+        limit_req_status 429;
+        # a content handler: "return" would act before limit_req
+        root html;
+        try_files /index.html =404;
+        add_header X-Block third;
+    }
+--- request
+GET /t
+--- response_headers
+X-Block: third
+--- error_log
+reconfiguring
+--- no_error_log
+limiting requests
