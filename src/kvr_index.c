@@ -98,6 +98,8 @@ struct kvr_index_s {
     uint32_t            used;
     uint32_t            free_head;
     uint32_t            fresh;      /* lowest entry never used yet */
+    uint32_t            slots_end;  /* above the highest slot ever used */
+    uint32_t            reserved;
     uint64_t            evictions_full;
     kvr_index_slot_t    slots[KVR_INDEX_MAX_SLOTS];
 };
@@ -138,6 +140,12 @@ static uint32_t kvr_index_insert(kvr_index_t *ix, int slot, uint64_t hash,
 #define kvr_index_buckets(ix)                                                 \
     ((uint32_t *) ((unsigned char *) (ix) + (ix)->buckets_offset))
 
+#if defined(__GNUC__)
+#define kvr_index_prefetch(p)  __builtin_prefetch(p)
+#else
+#define kvr_index_prefetch(p)
+#endif
+
 #define kvr_index_align(n)                                                    \
     (((n) + KVR_INDEX_ALIGN - 1) & ~((uint64_t) KVR_INDEX_ALIGN - 1))
 
@@ -177,7 +185,8 @@ kvr_index_init(void *region, size_t size)
         && ix->bucket_mask == lo.nbuckets - 1
         && ix->capacity == lo.capacity
         && ix->used <= lo.capacity
-        && ix->fresh >= 1 && ix->fresh - 1 <= lo.capacity)
+        && ix->fresh >= 1 && ix->fresh - 1 <= lo.capacity
+        && ix->slots_end <= KVR_INDEX_MAX_SLOTS)
     {
         return ix;
     }
@@ -263,6 +272,8 @@ kvr_index_format(kvr_index_t *ix, size_t size, kvr_index_layout_t *lo)
     ix->used = 0;
     ix->free_head = 0;
     ix->fresh = 1;
+    ix->slots_end = 0;
+    ix->reserved = 0;
     ix->evictions_full = 0;
 
     memset(kvr_index_buckets(ix), 0, (size_t) lo->nbuckets * 4);
@@ -319,6 +330,10 @@ kvr_index_slot(kvr_index_t *ix, const char *name, size_t len)
     memcpy(s->name, stored, stored_len);
     s->name_len = stored_len;
     s->in_use = 1;
+
+    if ((uint32_t) free_slot >= ix->slots_end) {
+        ix->slots_end = free_slot + 1;
+    }
 
     return free_slot;
 }
@@ -499,11 +514,15 @@ kvr_index_remove(kvr_index_t *ix, uint32_t e)
 
     link = &kvr_index_buckets(ix)[kvr_index_bucket(ix, en->hash, en->slot)];
 
-    while (*link != e) {
+    /* a damaged chain (a process died inside a call) must not hang us */
+
+    while (*link != e && *link != 0) {
         link = &entries[*link].chain;
     }
 
-    *link = en->chain;
+    if (*link == e) {
+        *link = en->chain;
+    }
 
     kvr_index_lru_unlink(ix, s, e);
 
@@ -556,7 +575,7 @@ kvr_index_evict_full(kvr_index_t *ix)
     victim = -1;
     most = 0;
 
-    for (i = 0; i < KVR_INDEX_MAX_SLOTS; i++) {
+    for (i = 0; i < (int) ix->slots_end; i++) {
         s = &ix->slots[i];
 
         if (s->in_use && s->blocks > most
@@ -631,8 +650,12 @@ void
 kvr_index_match_slots(kvr_index_t *ix, const int *slots, size_t nslots,
     const uint64_t *hashes, size_t n, uint32_t *overlap)
 {
-    size_t    i, j, k, base, chunk, nactive;
-    uint32_t  active[KVR_INDEX_MAX_SLOTS];
+    size_t              i, j, k, base, chunk, nactive;
+    uint32_t            active[KVR_INDEX_MAX_SLOTS], *buckets;
+    kvr_index_entry_t  *entries;
+
+    buckets = kvr_index_buckets(ix);
+    entries = kvr_index_entries(ix);
 
     /* more slots than the table holds (repeats): in chunks */
 
@@ -654,6 +677,27 @@ kvr_index_match_slots(kvr_index_t *ix, const int *slots, size_t nslots,
         }
 
         for (i = 0; i < n && nactive > 0; i++) {
+
+            /*
+             * several slots: prefetch the buckets two blocks ahead and
+             * the buckets' first entries one block ahead (one slot alone
+             * gains nothing: the cpu already runs ahead)
+             */
+
+            for (j = 0; nactive > 1 && j < nactive; j++) {
+                k = active[j];
+
+                if (i + 2 < n) {
+                    kvr_index_prefetch(&buckets[kvr_index_bucket(ix,
+                                                hashes[i + 2], slots[k])]);
+                }
+
+                if (i + 1 < n) {
+                    kvr_index_prefetch(&entries[buckets[kvr_index_bucket(ix,
+                                                hashes[i + 1], slots[k])]]);
+                }
+            }
+
             j = 0;
 
             while (j < nactive) {
@@ -979,6 +1023,10 @@ kvr_index_verify(kvr_index_t *ix)
             }
 
             continue;
+        }
+
+        if ((uint32_t) i >= ix->slots_end) {
+            return -3;
         }
 
         n = 0;
