@@ -928,8 +928,11 @@ sub check_error_log ($$$$$) {
                            'error.log');
     }
 
-    # like real Test::Nginx, point out alerts nobody asked about
-    my $mentioned = join ' ', map { ref $_ ? "@$_" : $_ }
+    # like real Test::Nginx, point out alerts nobody asked about (a
+    # must_die block expects them)
+    return if $Test::Nginx::Util::InMustDie;
+
+    my $mentioned = join ' ', map { ref $_ eq 'ARRAY' ? "@$_" : "$_" }
                               grep { defined } $block->error_log,
                                                $block->no_error_log;
     $lines ||= error_log_data();

@@ -96,6 +96,7 @@ our $NginxRawVersion;
 our $ConfigVersion = '';
 our $ErrLogFilePos = 0;
 our $ErrLogLines;
+our $InMustDie;
 our $PrevBlock;
 our $FirstTime = 1;
 our $InSubprocess;
@@ -735,12 +736,20 @@ sub access_log_data () {
     return $lines;
 }
 
-# the last $n lines of a file, leaving out [debug] lines unless there
-# is nothing else
+# the last $n lines of a file, leaving out [debug] entries (and their
+# continuation lines) unless there is nothing else
 sub tail_file ($$) {
     my ($file, $n) = @_;
     my ($lines) = read_lines($file);
-    my @important = grep { !/^\S+ \S+ \[debug\]/ } @$lines;
+    my ($debug, @important) = (0);
+
+    for my $line (@$lines) {
+        if ($line =~ m{^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d \[(\w+)\]}) {
+            $debug = $1 eq 'debug';
+        }
+        push @important, $line unless $debug;
+    }
+
     my $pick = @important ? \@important : $lines;
     my $from = @$pick > $n ? @$pick - $n : 0;
     return join '', @{$pick}[$from .. $#$pick];
@@ -844,14 +853,12 @@ sub start_nginx ($) {
             if (!defined master_pid()) {
                 Test::More::fail("$name - nginx started but is not"
                                  . " running (no live pid in $PidFile)");
-                diag_logs($name);
                 return 0;
             }
             if (!listening_on_port(master_pid(), $Timeout)) {
                 Test::More::fail("$name - nginx does not accept"
                                  . " connections on port"
                                  . " $ServerPortForClient");
-                diag_logs($name);
                 return 0;
             }
             return 1;
@@ -866,7 +873,6 @@ sub start_nginx ($) {
         Test::More::fail("$name - cannot start nginx: "
                          . "$NginxBinary -p $ServRoot/ -c $ConfFile"
                          . " (status $status)");
-        diag_logs($name);
         return 0;
     }
 }
@@ -936,7 +942,6 @@ sub reload_nginx ($$) {
     if ($ok < 5) {
         Test::More::fail("$name - nginx did not reload the configuration"
                          . " (HUP)");
-        diag_logs($name);
         return 0;
     }
 
@@ -1087,7 +1092,6 @@ sub run_test ($) {
             }
             write_user_files($block);
             write_config_file($block, $config, 1);
-            check_shutdown_error_log($PrevBlock);
 
             return unless reload_nginx($block, $master);
             $started = 1;
@@ -1158,6 +1162,7 @@ sub run_must_die ($$) {
         my $lines = error_log_data();
         push @$lines, map { "$_\n" } split /\n/, $stderr;
         local $ErrLogLines = $lines;
+        local $InMustDie = 1;
         $CheckErrorLog->($block, undef, 0, $i - 1, 0);
 
         if ($status == 0) {
