@@ -901,7 +901,7 @@ static void
 random_run(const char *what, size_t size, int with_model, size_t ops)
 {
     int                 slot[MODEL_SLOTS], k, bad_ix, op_fail;
-    char                name[8];
+    char                name[16];
     void               *mem;
     size_t              op, i, j, n, m, got, want, missing, r, evicted;
     size_t              matched, largest;
