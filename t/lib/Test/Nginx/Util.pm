@@ -936,6 +936,13 @@ sub reload_nginx ($$) {
             next;
         }
         $ok = 0;
+
+        # a rejected configuration: the master keeps the old one
+        my ($lines) = read_lines($ErrLogFile);
+        if (grep { /\[emerg\]/ } @$lines) {
+            last;
+        }
+
         sleep 0.02;
     }
 
