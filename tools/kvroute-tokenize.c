@@ -4,8 +4,9 @@
  * kvroute-tokenize: encodes JSON lines with the kvroute tokenizer, for the
  * oracle tests and for checking a model's files by hand.
  *
- *   kvroute-tokenize --tokenizer tokenizer.json [--config tokenizer_config.json]
- *                    [--max-input BYTES] --jsonl < in.jsonl > out.jsonl
+ *   kvroute-tokenize --tokenizer tokenizer.json
+ *       [--config tokenizer_config.json] [--max-input BYTES]
+ *       --jsonl < in.jsonl > out.jsonl
  *
  * Each input line is {"text": "..."} (encoded without special tokens) or
  * {"prompt": "..."} (a completions prompt: with special tokens, as vLLM
@@ -15,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <jansson.h>
 
 #include "kvr_tokenizer.h"

@@ -151,7 +151,8 @@ test_bytelevel(void)
     tap_is(kvr_tok_bytelevel_char(0xff), 0xff, "bytelevel: 0xFF to itself");
 
     tap_ok(kvr_tok_bytelevel_decode("\xc4\xa0hi\xc4\x8a", 6, out) == 4
-           && memcmp(out, " hi\n", 4) == 0, "bytelevel: decode \"Ġhi\\u010a\"");
+           && memcmp(out, " hi\n", 4) == 0,
+           "bytelevel: decode \"\\u0120hi\\u010a\"");
     tap_ok(kvr_tok_bytelevel_decode("\xc5\x84", 2, out) == -1,
            "bytelevel: U+0144 is outside the alphabet");
     tap_ok(kvr_tok_bytelevel_decode(" ", 1, out) == -1,
