@@ -634,7 +634,6 @@ sub check_error_code ($$$$) {
     } elsif (defined $block->error_code) {
         my $val = get_indexed_value($name, $block->error_code, $idx,
                                     $need_array);
-        $val =~ s/^\s+|\s+$//g if defined $val && !ref $val;
         Test::More::is($got, $val, "$name - status code ok");
 
     } else {

@@ -839,7 +839,7 @@ sub listening_on_port ($$) {
 # starts nginx from scratch; returns 1 on success
 sub start_nginx ($) {
     my $name = shift;
-    my $deadline = time + 10;
+    my $deadline = time + 1;
 
     for (;;) {
         my ($status, $stderr) = run_nginx_cmd();
@@ -870,9 +870,14 @@ sub start_nginx ($) {
             next;
         }
 
+        my $hint = '';
+        if ($stderr =~ /Address already in use/) {
+            $hint = "; port $ServerPort is busy: set TEST_NGINX_PORT and"
+                    . " TEST_NGINX_SERVROOT, or TEST_NGINX_RANDOMIZE=1";
+        }
         Test::More::fail("$name - cannot start nginx: "
                          . "$NginxBinary -p $ServRoot/ -c $ConfFile"
-                         . " (status $status)");
+                         . " (status $status)$hint");
         return 0;
     }
 }
