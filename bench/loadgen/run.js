@@ -7,7 +7,8 @@ const { spawn } = require('node:child_process');
 const { routerTable } = require('./routers');
 const { startNginx } = require('./nginx');
 const { singleTokenWords, buildWorkload, PREFIX_TOKENS, TAIL_TOKENS } = require('./workload');
-const { runLoad } = require('./client');
+const { runLoad, sendOne } = require('./client');
+const http = require('node:http');
 const { summarise } = require('./stats');
 
 const EMULATOR = path.join(__dirname, '..', 'emulator', 'main.js');
@@ -61,6 +62,7 @@ async function runPoint(o, words) {
   live.add(emu);
   try {
     const ports = Array.from({ length: o.workers }, (_, i) => o.basePort + i);
+    if (o.warmup) await warmup(ports, words, o);
     const ngx = await startNginx({ router, port: o.port, enginePorts: ports, binary: o.nginx,
       workers: o.nginxWorkers });
     live.add(ngx);
@@ -81,6 +83,34 @@ async function runPoint(o, words) {
     live.delete(emu);
     await emu.stop();
   }
+}
+
+// Warm every engine directly (not through the router, so a round robin's
+// position is untouched): one long request each, twice, to get the JIT and
+// the tokenizer threads going, then empty the prefix caches again.
+async function warmup(ports, words, o) {
+  const agent = new http.Agent({ keepAlive: false });
+  const wl = buildWorkload(words, { seed: 0x5eed + o.seed, prefixes: 1, requests: 2 * ports.length });
+  for (let round = 0; round < 2; round++) {
+    await Promise.all(ports.map(async (port, i) => {
+      const q = wl.requests[round * ports.length + i];
+      const body = { prompt: o.promptForm === 'tokens' ? q.ids : q.text, max_tokens: 2, stream: true,
+        stream_options: { include_usage: true } };
+      const rec = await sendOne(agent, port, body, {});
+      if (!rec.ok) throw new Error(`warm-up request to port ${port} failed: ${rec.error}`);
+    }));
+  }
+  await Promise.all(ports.map((port) => new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/reset_prefix_cache', agent },
+      (res) => {
+        res.resume();
+        res.on('end', () => (res.statusCode === 200 ? resolve()
+          : reject(new Error(`reset_prefix_cache on port ${port}: HTTP ${res.statusCode}`))));
+      });
+    req.on('error', reject);
+    req.end();
+  })));
+  agent.destroy();
 }
 
 function median(xs) {

@@ -1,0 +1,112 @@
+'use strict';
+// kvbench end to end (emulator + nginx + load) on a tiny point, and the
+// pieces whose results can be derived by hand: workload, statistics.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+const { execFile } = require('node:child_process');
+const { buildWorkload, singleTokenWords, rng } = require('../loadgen/workload');
+const { percentile, upperBound } = require('../loadgen/stats');
+const { routerTable } = require('../loadgen/routers');
+const { nginxConf } = require('../loadgen/nginx');
+const { TextTokenizer } = require('../emulator/tokenize');
+
+const KVBENCH = path.join(__dirname, '..', 'kvbench');
+const NGINX = process.env.NGINX || '/usr/sbin/nginx';
+
+let words;
+test.before(async () => { words = await singleTokenWords(); });
+
+test('workload: 2,032-token prefixes, 2,371-token prompts, same seed same requests', async () => {
+  const a = buildWorkload(words, { seed: 7, prefixes: 3, requests: 6 });
+  const b = buildWorkload(words, { seed: 7, prefixes: 3, requests: 6 });
+  assert.deepEqual(a.requests.map((r) => r.ids), b.requests.map((r) => r.ids));
+  const tk = new TextTokenizer({});
+  for (const r of a.requests) {
+    assert.equal(r.ids.length, 2371);
+    assert.deepEqual(r.ids.slice(0, 2032), a.prefixes[r.prefixId].ids);
+    // the text tokenizes to exactly these ids
+    assert.deepEqual(Array.from(await tk.encode(r.text, true)), r.ids);
+  }
+  const tails = new Set(a.requests.map((r) => r.ids.slice(2032).join(',')));
+  assert.equal(tails.size, 6, 'unique tails');
+});
+
+test('workload: prefix types are drawn evenly', () => {
+  const w = buildWorkload(words, { seed: 3, prefixes: 4, requests: 4000 });
+  const counts = [0, 0, 0, 0];
+  for (const r of w.requests) counts[r.prefixId]++;
+  for (const c of counts) assert.ok(c > 900 && c < 1100, `count ${c}`);
+  const r = rng(1);
+  assert.notEqual(r(), r());
+});
+
+test('stats: nearest-rank percentiles and the seed upper bounds', () => {
+  assert.equal(percentile([5, 1, 4, 2, 3], 50), 3);
+  assert.equal(percentile(Array.from({ length: 100 }, (_, i) => i + 1), 99), 99);
+  // seed-experiment.md: 6 workers 24 types 99%, 3 workers 24 types 49%, 3 workers 12 types 99%
+  assert.equal(Math.round(100 * upperBound(6, 24, 9360, 2371)), 99);
+  assert.equal(Math.round(100 * upperBound(3, 24, 9360, 2371)), 49);
+  assert.equal(Math.round(100 * upperBound(3, 12, 9360, 2371)), 99);
+  assert.equal(upperBound(6, 7, 9360, 2371), 1);
+  assert.equal(upperBound(6, 24, 9360, 2371, true), 0.75);
+});
+
+test('router table: every router renders an upstream block', () => {
+  const table = routerTable('/top', '/top/build');
+  for (const name of ['round_robin', 'random', 'hash', 'kvroute-approx']) assert.ok(table[name], name);
+  const conf = nginxConf({ dir: '/tmp/x', router: table.hash, port: 9000, enginePorts: [9001, 9002] });
+  assert.match(conf, /upstream kvbench_engines \{\s+hash \$kvbench_prefix consistent;/);
+  assert.match(conf, /server 127\.0\.0\.1:9002/);
+  const k = nginxConf({ dir: '/tmp/x', router: table['kvroute-approx'], port: 9000, enginePorts: [9001] });
+  assert.match(k, /^load_module \/top\/build\/ngx_http_kvroute_module\.so;$/m);
+  assert.match(k, /kvroute mode=approx;/);
+});
+
+function kvbench(args) {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [KVBENCH, ...args], { timeout: 60000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? err.code : 0, stdout, stderr });
+    });
+  });
+}
+
+const haveNginx = fs.existsSync(NGINX);
+
+test('kvbench run through nginx: round_robin and hash', { skip: !haveNginx && 'no nginx' }, async () => {
+  const base = 40000 + Math.floor(Math.random() * 2000) * 10;
+  const common = ['--workers', '2', '--prefixes', '3', '--concurrency', '2', '--requests', '12',
+    '--seed', '5', '--time-scale', '20', '--json', '--port', String(base), '--base-port', String(base + 1)];
+  const rr = await kvbench(['run', '--router', 'round_robin', ...common]);
+  assert.equal(rr.code, 0, rr.stderr);
+  const lines = rr.stdout.trim().split('\n');
+  const j = JSON.parse(lines[lines.length - 1]);
+  for (const k of ['router', 'workers', 'prefixes', 'concurrency', 'requests', 'request_hit_rate',
+    'cached_token_ratio', 'ttft_p50_ms', 'ttft_p99_ms', 'requests_per_s', 'engines_per_prefix',
+    'upper_bound_hit_rate']) assert.ok(k in j, k);
+  assert.equal(j.router, 'round_robin');
+  assert.equal(j.requests, 12);
+  assert.equal(j.errors, 0);
+  assert.equal(j.prompt_length_mismatches, 0);
+  assert.deepEqual(j.requests_per_engine, { 'engine-0': 6, 'engine-1': 6 });
+
+  // hash pins a prefix type to one engine; 3 prefixes fit in one cache, so
+  // only the first request of each type misses
+  const h = await kvbench(['run', '--router', 'hash', ...common]);
+  assert.equal(h.code, 0, h.stderr);
+  const hj = JSON.parse(h.stdout.trim().split('\n').pop());
+  assert.equal(hj.engines_per_prefix, 1);
+  const wl = buildWorkload(words, { seed: 5, prefixes: 3, requests: 12 });
+  const distinct = new Set(wl.requests.map((r) => r.prefixId)).size;
+  assert.equal(hj.request_hit_rate, Math.round(10000 * (12 - distinct) / 12) / 10000);
+  // hit requests reuse all 127 prefix blocks: 2,032 of 2,371 tokens
+  assert.equal(hj.cached_token_ratio, Math.round(10000 * (12 - distinct) * 2032 / (12 * 2371)) / 10000);
+});
+
+test('kvbench: unknown router is refused', async () => {
+  const r = await kvbench(['run', '--router', 'nope', '--requests', '1']);
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /unknown router nope/);
+});
