@@ -448,6 +448,13 @@ sub gen_curl_cmd_from_req ($$$) {
     return \@args;
 }
 
+sub quote_sh_arg ($) {
+    my $arg = shift;
+    return $arg if $arg =~ m{^[-\w.:/=@,+]+$};
+    $arg =~ s/'/'\\''/g;
+    return "'$arg'";
+}
+
 sub send_http_req_by_curl ($$$) {
     my ($block, $pieces, $timeout) = @_;
     my $name = $block->name;
@@ -970,7 +977,7 @@ sub run_test_helper ($$$) {
     if (defined $block->curl) {
         my $cmd = gen_curl_cmd_from_req($block, $reqs->[0],
                                         Test::Nginx::Util::use_http2($block));
-        warn "# @$cmd\n";
+        warn "# " . join(' ', map { quote_sh_arg($_) } @$cmd) . "\n";
     }
 
     my $timeout = parse_time($block->timeout);
