@@ -24,9 +24,8 @@ size_t
 kvr_policy_pick(const kvr_policy_conf_t *conf, const kvr_candidate_t *cand,
     size_t n, const kvr_demand_t *demand, kvr_pick_e *why)
 {
-    if (n <= 1) {
-        *why = (n == 1 && cand[0].overlap > 0) ? KVR_PICK_OVERLAP
-                                                : KVR_PICK_LOAD;
+    if (n == 0) {
+        *why = KVR_PICK_LOAD;
         return 0;
     }
 

@@ -142,7 +142,7 @@ location /v1/ {
 --- more_headers
 Content-Type: application/json
 --- request eval
-[ chat_request(1, "a"), chat_request(1, "b") ]
+[ ::chat_request(1, "a"), ::chat_request(1, "b") ]
 --- response_body eval
 [ "b1\n", "b1\n" ]
 --- response_headers eval
@@ -172,8 +172,8 @@ location /rnd/ {
 --- more_headers
 Content-Type: application/json
 --- request eval
-[ "POST /rr/v1/completions\n" . completions_body(1, "x"),
-  "POST /rnd/v1/completions\n" . completions_body(1, "x") ]
+[ "POST /rr/v1/completions\n" . ::completions_body(1, "x"),
+  "POST /rnd/v1/completions\n" . ::completions_body(1, "x") ]
 --- response_headers eval
 [ "X-Kvroute-Reason: round-robin", "X-Kvroute-Reason: random" ]
 --- no_error_log

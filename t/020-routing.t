@@ -39,7 +39,7 @@ location = /kvroute_status { kvroute_status; }
 --- more_headers
 Content-Type: application/json
 --- request eval
-[ (map { chat_request(1, "question $_") } 1 .. 20), status_request() ]
+[ (map { ::chat_request(1, "question $_") } 1 .. 20), ::status_request() ]
 --- response_body_like eval
 [ (map { qr/^b[123]\n$/ } 1 .. 20),
   qr/reason="overlap"\} 19\n.*reason="home"\} 1\n/s ]
@@ -73,7 +73,7 @@ location = /t {
 --- more_headers
 Content-Type: application/json
 --- request eval
-[ (map { chat_request(2, "q$_") } 1 .. 10), status_request() ]
+[ (map { ::chat_request(2, "q$_") } 1 .. 10), ::status_request() ]
 --- response_body_like eval
 [ (map { qr/^b[123]\n$/ } 1 .. 10),
   qr/^(?=(?:.*kvroute_indexed_blocks\{[^}]*\} 0\n){2})(?!(?:.*kvroute_indexed_blocks\{[^}]*\} 0\n){3})/s ]
@@ -101,9 +101,9 @@ location = /kvroute_status { kvroute_status; }
 --- more_headers
 Content-Type: application/json
 --- request eval
-[ (map { chat_request($_, "q") } 1 .. 12),
-  (map { chat_request($_, "again") } 1 .. 12),
-  status_request() ]
+[ (map { ::chat_request($_, "q") } 1 .. 12),
+  (map { ::chat_request($_, "again") } 1 .. 12),
+  ::status_request() ]
 --- response_body_like eval
 [ (map { qr/^b[123]\n$/ } 1 .. 24),
   qr/reason="overlap"\} 12\n.*reason="home"\} 12\n(?!.*kvroute_indexed_blocks\{[^}]*\} 0\n)/s ]
@@ -131,11 +131,11 @@ location /v1/ {
 --- more_headers
 Content-Type: application/json
 --- request eval
-[ completions_request(4, "first"),
-  completions_request(4, "second"),
-  "POST /v1/chat/completions\n" . chat_body(4, "x", salt => "tenant-a"),
-  "POST /v1/chat/completions\n" . chat_body(4, "y", salt => "tenant-b"),
-  "POST /v1/chat/completions\n" . chat_body(4, "z", salt => "tenant-a") ]
+[ ::completions_request(4, "first"),
+  ::completions_request(4, "second"),
+  "POST /v1/chat/completions\n" . ::chat_body(4, "x", salt => "tenant-a"),
+  "POST /v1/chat/completions\n" . ::chat_body(4, "y", salt => "tenant-b"),
+  "POST /v1/chat/completions\n" . ::chat_body(4, "z", salt => "tenant-a") ]
 --- response_headers_like eval
 [ "X-Kvroute: home 0",
   "X-Kvroute: overlap [1-9][0-9]*",

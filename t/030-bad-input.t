@@ -26,13 +26,14 @@ server {
 _EOC_
 
 our $Config = <<'_EOC_';
-client_max_body_size 10m;
 location / {
     proxy_pass http://llm;
     add_header X-Kvroute-Reason $kvroute_reason;
 }
 _EOC_
 
+no_root_location();
+check_accum_error_log();
 repeat_each(1);
 no_shuffle();
 run_tests();
@@ -68,7 +69,7 @@ load_module $TEST_NGINX_KVROUTE_SO;
 --- more_headers
 Content-Type: application/json
 --- request eval
-"POST /v1/chat/completions\n" . substr(chat_body(1, "q"), 0, 200)
+"POST /v1/chat/completions\n" . substr(::chat_body(1, "q"), 0, 200)
 --- response_body
 ok
 --- response_headers
@@ -104,7 +105,7 @@ load_module $TEST_NGINX_KVROUTE_SO;
 --- more_headers
 Content-Type: text/plain
 --- request eval
-"POST /v1/chat/completions\n" . chat_body(1, "q")
+"POST /v1/chat/completions\n" . ::chat_body(1, "q")
 --- response_body
 ok
 --- response_headers
@@ -166,7 +167,7 @@ load_module $TEST_NGINX_KVROUTE_SO;
 --- more_headers
 Content-Type: application/json
 --- request eval
-"POST /v1/chat/completions\n" . chat_body(1, "q", words => 20000)
+"POST /v1/chat/completions\n" . ::chat_body(1, "q", words => 20000)
 --- response_body
 ok
 --- response_headers
@@ -187,7 +188,7 @@ load_module $TEST_NGINX_KVROUTE_SO;
 Content-Type: application/json
 --- request eval
 "POST /v1/completions\n{\"future_field\":{\"x\":[1,2,3]},\"prompt\":\""
-    . prefix_text(3) . "\",\"n\":1,\"logit_bias\":null}"
+    . ::prefix_text(3) . "\",\"n\":1,\"logit_bias\":null}"
 --- response_body
 ok
 --- response_headers

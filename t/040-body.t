@@ -47,6 +47,7 @@ load_module $TEST_NGINX_KVROUTE_SO;
 load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
 _EOC_
 
+no_root_location();
 repeat_each(1);
 no_shuffle();
 run_tests();
@@ -77,7 +78,6 @@ X-Kvroute-Reason: home
 --- main_config eval: $::MainConfig
 --- http_config eval: $::HttpConfig
 --- config
-client_max_body_size 10m;
 client_body_buffer_size 8k;
 location / {
     proxy_pass http://llm;
@@ -103,7 +103,6 @@ a client request body is buffered to a temporary file
 --- main_config eval: $::MainConfig
 --- http_config eval: $::HttpConfig
 --- config
-client_max_body_size 10m;
 location / {
     proxy_pass http://llm;
     proxy_http_version 1.1;
@@ -129,7 +128,6 @@ X-Kvroute-Reason: home
 --- main_config eval: $::MainConfig
 --- http_config eval: $::HttpConfig
 --- config
-client_max_body_size 10m;
 location / {
     proxy_pass http://llm;
     proxy_request_buffering off;
@@ -156,7 +154,6 @@ X-Kvroute-Reason: home
 --- main_config eval: $::MainConfig
 --- http_config eval: $::HttpConfig
 --- config
-client_max_body_size 10m;
 location / {
     proxy_pass http://llm;
     proxy_http_version 1.1;
@@ -183,7 +180,6 @@ X-Kvroute-Reason: home
 --- main_config eval: $::MainConfig
 --- http_config eval: $::HttpConfig
 --- config
-client_max_body_size 10m;
 location / {
     kvroute_read_body off;
     proxy_pass http://llm;
@@ -211,7 +207,6 @@ X-Kvroute-Reason: no-body
 --- main_config eval: $::MainConfig
 --- http_config eval: $::HttpConfig
 --- config
-client_max_body_size 10m;
 location / {
     proxy_pass http://llm;
     proxy_request_buffering off;

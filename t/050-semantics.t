@@ -26,6 +26,7 @@ our @Twelve = map { chat_request($_, "q") } 1 .. 12;
 
 master_on();
 workers(2);
+check_accum_error_log();
 repeat_each(1);
 no_shuffle();
 run_tests();
@@ -90,6 +91,7 @@ Content-Type: application/json
 load_module $TEST_NGINX_KVROUTE_SO;
 --- http_config eval
 "upstream llm {
+    zone llm 64k;
     kvroute;
     server 127.0.0.1:\$TEST_NGINX_DEAD max_fails=1 fail_timeout=30s;
     server 127.0.0.1:\$TEST_NGINX_B2;
@@ -103,8 +105,10 @@ Content-Type: application/json
 --- response_body_like eval
 [ (map { qr/^b[23]\n$/ } 1 .. 24),
   qr/kvroute_inflight_requests\{upstream="llm",server="127.0.0.1:\d+"\} 0\n.*kvroute_inflight_requests\{upstream="llm",server="127.0.0.1:\d+"\} 0\n.*kvroute_inflight_requests\{upstream="llm",server="127.0.0.1:\d+"\} 0\n/s ]
---- error_log eval
-qr/connect\(\) failed .* while connecting to upstream/
+--- grep_error_log eval: qr/connect\(\) failed/
+--- grep_error_log_out eval
+[ (map { qr/\A(?:connect\(\) failed\n)?\z/ } 1 .. 24),
+  "connect() failed\n" ]
 --- no_error_log
 [alert]
 [emerg]

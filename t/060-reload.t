@@ -52,7 +52,7 @@ $::Backends"
 --- more_headers
 Content-Type: application/json
 --- request eval
-[ chat_request(7, "a"), chat_request(7, "b") ]
+[ ::chat_request(7, "a"), ::chat_request(7, "b") ]
 --- response_body eval
 [ "b1\n", "b1\n" ]
 --- response_headers_like eval
@@ -75,7 +75,7 @@ $::Backends"
 --- more_headers
 Content-Type: application/json
 --- request eval
-[ chat_request(7, "c"), chat_request(7, "d"), chat_request(7, "e") ]
+[ ::chat_request(7, "c"), ::chat_request(7, "d"), ::chat_request(7, "e") ]
 --- response_body eval
 [ "b1\n", "b1\n", "b1\n" ]
 --- response_headers_like eval
@@ -99,7 +99,7 @@ $::Backends"
 --- more_headers
 Content-Type: application/json
 --- request eval
-chat_request(7, "f")
+::chat_request(7, "f")
 --- response_headers_like
 X-Kvroute: home 127.0.0.1:\d+
 --- no_error_log
@@ -119,7 +119,7 @@ $::Backends"
 --- more_headers
 Content-Type: application/json
 --- request eval
-chat_request(8, "slow")
+::chat_request(8, "slow")
 --- timeout: 0.3
 --- abort
 --- ignore_response
@@ -140,6 +140,6 @@ $::Backends"
 --- request
 GET /kvroute_status
 --- response_body_like
-kvroute_inflight_requests\{upstream="llm",server="127.0.0.1:\d+"\} 0\n(?:.*\n)*kvroute_decisions_total\{zone="kv_reload",reason="home"\} 2\n
+kvroute_inflight_requests\{upstream="llm",server="127.0.0.1:\d+"\} 0\n(?:.*\n)*kvroute_decisions_total\{zone="kv_reload",reason="home"\} 2
 --- no_error_log
 [alert]
