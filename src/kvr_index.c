@@ -723,6 +723,7 @@ kvr_index_match_slots(kvr_index_t *ix, const int *slots, size_t nslots,
 size_t
 kvr_index_record(kvr_index_t *ix, int slot, const uint64_t *hashes, size_t n)
 {
+    int                 one_pass;
     size_t              i, m, evicted;
     uint32_t            e, cursor, next;
     kvr_index_slot_t   *s;
@@ -747,19 +748,55 @@ kvr_index_record(kvr_index_t *ix, int slot, const uint64_t *hashes, size_t n)
     evicted = 0;
 
     /*
-     * pass 1: the present entries go to the head, in sequence order, and
-     * are marked, so that making room for the missing ones cannot evict
-     * them
+     * no eviction can happen when the slot stays within its capacity and
+     * the region has room for every hash: one pass does it all
      */
 
-    for (i = m; i-- > 0; ) {
+    one_pass = (s->capacity == 0 || s->blocks + m <= s->capacity)
+               && ix->capacity - ix->used >= m;
+
+    /*
+     * pass 1: the present entries go to the head, in sequence order, and
+     * are marked, so that making room for the missing ones cannot evict
+     * them; cursor is the last entry placed, entries already in place
+     * (a sequence recorded again) are not moved
+     */
+
+    cursor = 0;
+
+    for (i = 0; i < m; i++) {
         e = kvr_index_find(ix, slot, hashes[i]);
 
-        if (e) {
-            kvr_index_lru_unlink(ix, s, e);
-            kvr_index_lru_insert(ix, s, 0, e);
-            entries[e].flags |= KVR_INDEX_MARK;
+        if (e == 0) {
+            if (one_pass) {
+                e = kvr_index_take_free(ix);
+                kvr_index_insert(ix, slot, hashes[i], cursor, e);
+                entries[e].flags |= KVR_INDEX_MARK;
+                cursor = e;
+            }
+
+            continue;
         }
+
+        /* a repeated hash stays where its first occurrence put it */
+
+        if (entries[e].flags & KVR_INDEX_MARK) {
+            continue;
+        }
+
+        next = cursor ? entries[cursor].next : s->lru_head;
+
+        if (e != next) {
+            kvr_index_lru_unlink(ix, s, e);
+            kvr_index_lru_insert(ix, s, cursor, e);
+        }
+
+        entries[e].flags |= KVR_INDEX_MARK;
+        cursor = e;
+    }
+
+    if (one_pass) {
+        goto done;
     }
 
     /*
@@ -818,6 +855,8 @@ kvr_index_record(kvr_index_t *ix, int slot, const uint64_t *hashes, size_t n)
         entries[e].flags |= KVR_INDEX_MARK;
         cursor = e;
     }
+
+done:
 
     /* capacity lowered, or nothing was missing */
 

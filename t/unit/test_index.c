@@ -607,6 +607,17 @@ test_full(void)
            "sequence > region: the head is kept");
     tap_is(kvr_index_verify(ix), 0, "sequence > region: verifies");
 
+    /* again, with a part beyond the region's capacity already present */
+
+    kvr_index_clear_slot(ix, s1);
+    kvr_index_record(ix, s1, h + st.capacity - 50, 100);
+    r = kvr_index_record(ix, s1, h, big);
+    tap_is(r, 50, "sequence > region, tail present: its 50 beyond go");
+    tap_is(kvr_index_match(ix, s1, h, big), st.capacity,
+           "sequence > region, tail present: the head is kept");
+    tap_is(slot_blocks(ix, s1), st.capacity, "... and nothing else");
+    tap_is(kvr_index_verify(ix), 0, "sequence > region, tail: verifies");
+
     /* many inserts into three slots: never fails, counts add up */
 
     kvr_index_clear_slot(ix, s0);
@@ -666,14 +677,16 @@ test_refs(void)
     /* record() does not change refs */
 
     kvr_index_add_ref(ix, a, 6);
+    kvr_index_add_ref(ix, a, 6);
     h[0] = 6;
     h[1] = 7;
     h[2] = 8;
     kvr_index_record(ix, a, h, 3);
     kvr_index_record(ix, a, h, 3);
-    tap_is(kvr_index_remove_ref(ix, a, 6), 0,
-           "add_ref, record twice, remove_ref: removed");
-    tap_ok(!present(ix, a, 6), "record kept refs at 1");
+    tap_is(kvr_index_remove_ref(ix, a, 6), 1,
+           "add_ref twice, record twice, remove_ref: 1 left");
+    tap_is(kvr_index_remove_ref(ix, a, 6), 0, "second remove_ref: 0");
+    tap_ok(!present(ix, a, 6), "record kept refs at 2");
 
     /* add_ref on a recorded entry sets 1 */
 
