@@ -4,14 +4,18 @@
  * Request understanding (interface in kvr_request.h).
  *
  * Decisions:
- * - JSON is loaded with JSON_ALLOW_NUL and without JSON_REJECT_DUPLICATES:
- *   a duplicated key keeps its last value and "\u0000" is accepted inside
- *   strings, as Python's json.loads in vLLM/SGLang does, so the prompt
- *   routed on is the prompt the server sees.  Strings are therefore always
- *   handled with their length, never with strlen().  JSON_DECODE_ANY makes
- *   a valid scalar body ("42") KVR_PARSE_NOT_OBJECT, not NOT_JSON.
+ * - The body is parsed by kvr_json: full RFC 8259 validation, no copy of
+ *   the text, a flat node array.  A duplicated key keeps its last value
+ *   and "\u0000" is accepted inside strings (also inside keys), as
+ *   Python's json.loads in vLLM/SGLang does, so the prompt routed on is
+ *   the prompt the server sees.  Strings are therefore always handled with
+ *   their length, never with strlen().  A valid scalar body ("42") is
+ *   KVR_PARSE_NOT_OBJECT, not NOT_JSON.  Numbers must fit jansson's types
+ *   (int64, finite double) as before, so "1e400" is still NOT_JSON.
  * - A body cut inside a multi-byte UTF-8 sequence is reported as
  *   truncated (KVR_PARSE_NOT_JSON), not as KVR_PARSE_INVALID_UTF8.
+ * - model and cache_salt are decoded into one small owned block, since
+ *   the body may be freed once kvr_request_parse() returns.
  * - Chat bodies are rendered with a placeholder template (see
  *   kvr_request_chat()); a message without a string "role" renders as
  *   "user".  Since every message renders its markers, only an empty
@@ -20,6 +24,13 @@
  *   "output_text" take the "text" field, "refusal" the "refusal" field,
  *   "thinking" the "thinking" field; other parts (images, audio) and parts
  *   without such a string field are skipped.
+ * - "tools" and "tool_calls" render as compact JSON with object keys
+ *   sorted (bytewise on the decoded key; a repeated key keeps its last
+ *   value), like the json_dumps(JSON_COMPACT | JSON_SORT_KEYS) used
+ *   before, but scalars are the client's raw bytes: two requests whose
+ *   tools differ only in how a string is escaped ("\u00e9" against "é")
+ *   or a number is spelled (1.0 against 1.00) get different keys.  Key
+ *   order and whitespace outside strings do not matter.
  */
 
 #include <stdlib.h>
@@ -28,12 +39,14 @@
 #include "kvr_request.h"
 
 
-#define KVR_REQUEST_JSON_FLAGS  (JSON_ALLOW_NUL | JSON_DECODE_ANY)
-#define KVR_REQUEST_DUMP_FLAGS  (JSON_COMPACT | JSON_SORT_KEYS)
+#define KVR_REQUEST_JSON_FLAGS  KVR_JSON_NUMBER_RANGE
 
 /* first buffer for a chat rendering; it grows by doubling up to max */
 #define KVR_REQUEST_MIN_CAP     1024
 #define KVR_REQUEST_MAX_HINT    (256 * 1024)
+
+/* objects up to this many members are sorted by insertion */
+#define KVR_REQUEST_SORT_SMALL  12
 
 
 typedef struct {
@@ -46,22 +59,40 @@ typedef struct {
 } kvr_render_t;
 
 
+/* an open container of the JSON rendering */
+typedef struct {
+    uint32_t             node;
+    uint32_t             pos;      /* array: current element; object: next */
+    uint32_t             base;     /* object: its sorted keys in the scratch */
+    uint32_t             count;    /* object: members kept */
+} kvr_render_frame_t;
+
+
+static kvr_parse_status_e kvr_request_fields(kvr_request_t *req);
 static kvr_parse_status_e kvr_request_completions(kvr_request_t *req,
     size_t max_prompt);
 static kvr_parse_status_e kvr_request_copy_text(kvr_request_t *req,
-    json_t *str, size_t max_prompt);
+    uint32_t str, size_t max_prompt);
 static kvr_parse_status_e kvr_request_copy_ids(kvr_request_t *req,
-    json_t *list, size_t max_prompt);
+    uint32_t list, size_t max_prompt);
 static kvr_parse_status_e kvr_request_chat(kvr_request_t *req,
     size_t body_len, size_t max_prompt);
-static int kvr_render_message(kvr_render_t *r, json_t *msg);
-static int kvr_render_content(kvr_render_t *r, json_t *content);
-static json_t *kvr_request_part_text(json_t *part);
+static int kvr_render_message(kvr_render_t *r, const kvr_json_doc_t *doc,
+    uint32_t msg);
+static int kvr_render_content(kvr_render_t *r, const kvr_json_doc_t *doc,
+    uint32_t content);
+static uint32_t kvr_request_part_text(const kvr_json_doc_t *doc,
+    uint32_t part);
+static int kvr_render_reserve(kvr_render_t *r, size_t n);
 static int kvr_render_add(kvr_render_t *r, const char *p, size_t n);
-static int kvr_render_json(kvr_render_t *r, json_t *json);
-static int kvr_render_dump_cb(const char *buffer, size_t size, void *data);
-static int kvr_json_string_is(json_t *str, const char *lit);
-static int kvr_utf8_cut(const char *body, size_t len, size_t pos);
+static int kvr_render_string(kvr_render_t *r, const kvr_json_doc_t *doc,
+    uint32_t str);
+static int kvr_render_json(kvr_render_t *r, const kvr_json_doc_t *doc,
+    uint32_t root);
+static uint32_t kvr_render_sort_members(const kvr_json_doc_t *doc,
+    uint32_t obj, uint32_t *keys, uint32_t *tmp);
+static void kvr_render_merge_sort(const kvr_json_doc_t *doc,
+    uint32_t *keys, uint32_t *tmp, uint32_t n);
 static int kvr_ends_with(const char *s, size_t len, const char *suffix);
 
 
@@ -69,8 +100,8 @@ kvr_parse_status_e
 kvr_request_parse(kvr_request_t *req, kvr_endpoint_e ep, const char *body,
     size_t len, size_t max_prompt)
 {
-    json_t        *root, *v;
-    json_error_t   err;
+    kvr_json_doc_t      *doc;
+    kvr_parse_status_e   rc;
 
     memset(req, 0, sizeof(kvr_request_t));
 
@@ -79,48 +110,46 @@ kvr_request_parse(kvr_request_t *req, kvr_endpoint_e ep, const char *body,
         len = 0;
     }
 
-    root = json_loadb(body, len, KVR_REQUEST_JSON_FLAGS, &err);
-
-    if (root == NULL) {
-        switch (json_error_code(&err)) {
-
-        case json_error_invalid_utf8:
-            if (kvr_utf8_cut(body, len, (size_t) err.position)) {
-                return KVR_PARSE_NOT_JSON;
-            }
-
-            return KVR_PARSE_INVALID_UTF8;
-
-        case json_error_out_of_memory:
-            return KVR_PARSE_NO_MEMORY;
-
-        default:
-            /* syntax, premature end, depth above 2048, huge numbers */
-            return KVR_PARSE_NOT_JSON;
-        }
+    doc = kvr_json_parse(body, len, KVR_REQUEST_JSON_FLAGS);
+    if (doc == NULL) {
+        return KVR_PARSE_NO_MEMORY;
     }
 
-    req->root = root;
+    switch (doc->status) {
 
-    if (!json_is_object(root)) {
+    case KVR_JSON_OK:
+        break;
+
+    case KVR_JSON_ERR_UTF8:
+        kvr_json_free(doc);
+        return KVR_PARSE_INVALID_UTF8;
+
+    case KVR_JSON_ERR_NO_MEMORY:
+        kvr_json_free(doc);
+        return KVR_PARSE_NO_MEMORY;
+
+    default:
+        /* syntax, truncated, too deep, too many nodes, huge numbers */
+        kvr_json_free(doc);
+        return KVR_PARSE_NOT_JSON;
+    }
+
+    req->root = doc;
+
+    if (kvr_json_type(doc, 0) != KVR_JSON_OBJECT) {
         return KVR_PARSE_NOT_OBJECT;
     }
 
     /* wrong types are treated as absent */
 
-    v = json_object_get(root, "model");
-    if (json_is_string(v)) {
-        req->model = json_string_value(v);
-        req->model_len = json_string_length(v);
+    rc = kvr_request_fields(req);
+    if (rc != KVR_PARSE_OK) {
+        return rc;
     }
 
-    v = json_object_get(root, "cache_salt");
-    if (json_is_string(v)) {
-        req->cache_salt = json_string_value(v);
-        req->cache_salt_len = json_string_length(v);
-    }
-
-    if (json_is_true(json_object_get(root, "stream"))) {
+    if (kvr_json_type(doc, kvr_json_find(doc, 0, "stream", 6))
+        == KVR_JSON_TRUE)
+    {
         req->stream = 1;
     }
 
@@ -143,6 +172,62 @@ kvr_request_parse(kvr_request_t *req, kvr_endpoint_e ep, const char *body,
 }
 
 
+/* model and cache_salt, decoded into one owned block */
+static kvr_parse_status_e
+kvr_request_fields(kvr_request_t *req)
+{
+    char            *p;
+    size_t           size;
+    uint32_t         model, salt;
+    kvr_json_doc_t  *doc;
+
+    doc = req->root;
+
+    model = kvr_json_find(doc, 0, "model", 5);
+    if (model && kvr_json_type(doc, model) != KVR_JSON_STRING) {
+        model = 0;
+    }
+
+    salt = kvr_json_find(doc, 0, "cache_salt", 10);
+    if (salt && kvr_json_type(doc, salt) != KVR_JSON_STRING) {
+        salt = 0;
+    }
+
+    if (model == 0 && salt == 0) {
+        return KVR_PARSE_OK;
+    }
+
+    /* decoded text is never longer than the raw text with its quotes */
+    size = (model ? doc->nodes[model].len : 0)
+           + (salt ? doc->nodes[salt].len : 0);
+
+    req->fields = malloc(size);
+    if (req->fields == NULL) {
+        return KVR_PARSE_NO_MEMORY;
+    }
+
+    p = req->fields;
+
+    if (model) {
+        req->model = p;
+        req->model_len = kvr_json_string_decode(doc, model, p,
+                                                doc->nodes[model].len - 2);
+        p[req->model_len] = '\0';
+        p += req->model_len + 1;
+    }
+
+    if (salt) {
+        req->cache_salt = p;
+        req->cache_salt_len = kvr_json_string_decode(doc, salt, p,
+                                                     doc->nodes[salt].len
+                                                     - 2);
+        p[req->cache_salt_len] = '\0';
+    }
+
+    return KVR_PARSE_OK;
+}
+
+
 /*
  * "prompt": a string, a batch of strings (the first one routes), a list
  * of token ids, or a batch of such lists (the first one routes)
@@ -150,62 +235,89 @@ kvr_request_parse(kvr_request_t *req, kvr_endpoint_e ep, const char *body,
 static kvr_parse_status_e
 kvr_request_completions(kvr_request_t *req, size_t max_prompt)
 {
-    json_t  *prompt, *first;
+    uint32_t         prompt, first;
+    kvr_json_doc_t  *doc;
 
-    prompt = json_object_get(req->root, "prompt");
+    doc = req->root;
+    prompt = kvr_json_find(doc, 0, "prompt", 6);
 
-    if (json_is_string(prompt)) {
-        return kvr_request_copy_text(req, prompt, max_prompt);
-    }
-
-    if (!json_is_array(prompt)) {
+    if (prompt == 0) {
         return KVR_PARSE_NO_PROMPT;
     }
 
-    if (json_array_size(prompt) == 0) {
+    switch (kvr_json_type(doc, prompt)) {
+
+    case KVR_JSON_STRING:
+        return kvr_request_copy_text(req, prompt, max_prompt);
+
+    case KVR_JSON_ARRAY:
+        break;
+
+    default:
+        return KVR_PARSE_NO_PROMPT;
+    }
+
+    first = kvr_json_first(doc, prompt);
+
+    if (first == 0) {
         return KVR_PARSE_EMPTY_PROMPT;
     }
 
-    first = json_array_get(prompt, 0);
+    switch (kvr_json_type(doc, first)) {
 
-    if (json_is_string(first)) {
+    case KVR_JSON_STRING:
         return kvr_request_copy_text(req, first, max_prompt);
-    }
 
-    if (json_is_integer(first)) {
+    case KVR_JSON_NUMBER:
+        if (doc->nodes[first].info & KVR_JSON_REAL) {
+            return KVR_PARSE_NO_PROMPT;
+        }
+
         return kvr_request_copy_ids(req, prompt, max_prompt);
-    }
 
-    if (json_is_array(first)) {
+    case KVR_JSON_ARRAY:
         return kvr_request_copy_ids(req, first, max_prompt);
-    }
 
-    return KVR_PARSE_NO_PROMPT;
+    default:
+        return KVR_PARSE_NO_PROMPT;
+    }
 }
 
 
 static kvr_parse_status_e
-kvr_request_copy_text(kvr_request_t *req, json_t *str, size_t max_prompt)
+kvr_request_copy_text(kvr_request_t *req, uint32_t str, size_t max_prompt)
 {
-    char    *text;
-    size_t   len;
+    char            *text;
+    size_t           raw, len;
+    kvr_json_doc_t  *doc;
 
-    len = json_string_length(str);
+    doc = req->root;
+    raw = doc->nodes[str].len - 2;
 
-    if (len == 0) {
+    /* an escape decodes to at least one byte: only "" is empty */
+    if (raw == 0) {
         return KVR_PARSE_EMPTY_PROMPT;
     }
 
-    if (len > max_prompt) {
+    if (!(doc->nodes[str].info & KVR_JSON_ESCAPED) && raw > max_prompt) {
         return KVR_PARSE_TOO_LARGE;
     }
+
+    /* the decoded text is no longer than the raw one, nor than max */
+    len = (raw < max_prompt) ? raw : max_prompt;
 
     text = malloc(len + 1);
     if (text == NULL) {
         return KVR_PARSE_NO_MEMORY;
     }
 
-    memcpy(text, json_string_value(str), len);
+    len = kvr_json_string_decode(doc, str, text, len);
+
+    if (len == (size_t) -1) {
+        free(text);
+        return KVR_PARSE_TOO_LARGE;
+    }
+
     text[len] = '\0';
 
     req->text = text;
@@ -216,14 +328,14 @@ kvr_request_copy_text(kvr_request_t *req, json_t *str, size_t max_prompt)
 
 
 static kvr_parse_status_e
-kvr_request_copy_ids(kvr_request_t *req, json_t *list, size_t max_prompt)
+kvr_request_copy_ids(kvr_request_t *req, uint32_t list, size_t max_prompt)
 {
-    size_t       i, n;
-    json_t      *v;
-    uint32_t    *ids;
-    json_int_t   id;
+    size_t           i, n;
+    uint32_t         v, *ids;
+    kvr_json_doc_t  *doc;
 
-    n = json_array_size(list);
+    doc = req->root;
+    n = kvr_json_count(doc, list);
 
     if (n == 0) {
         return KVR_PARSE_EMPTY_PROMPT;
@@ -239,22 +351,15 @@ kvr_request_copy_ids(kvr_request_t *req, json_t *list, size_t max_prompt)
         return KVR_PARSE_NO_MEMORY;
     }
 
-    for (i = 0; i < n; i++) {
-        v = json_array_get(list, i);
+    i = 0;
 
-        if (!json_is_integer(v)) {
+    for (v = kvr_json_first(doc, list); v; v = kvr_json_next(doc, list, v)) {
+        if (kvr_json_uint32(doc, v, &ids[i]) != 0) {
             free(ids);
             return KVR_PARSE_NO_PROMPT;
         }
 
-        id = json_integer_value(v);
-
-        if (id < 0 || id > (json_int_t) UINT32_MAX) {
-            free(ids);
-            return KVR_PARSE_NO_PROMPT;
-        }
-
-        ids[i] = (uint32_t) id;
+        i++;
     }
 
     req->ids = ids;
@@ -269,23 +374,25 @@ kvr_request_copy_ids(kvr_request_t *req, json_t *list, size_t max_prompt)
  *   ["<|tools|>" tools-json "\n"]
  *   for each message:
  *     "<|im_start|>" role "\n" content [tool-calls-json] "<|im_end|>\n"
- * JSON dumps are compact with sorted keys.  Tools come first because real
- * templates put them before the messages, so they belong to the prefix.
+ * The JSON is compact with sorted keys (kvr_render_json()).  Tools come
+ * first because real templates put them before the messages, so they
+ * belong to the prefix.
  */
 static kvr_parse_status_e
 kvr_request_chat(kvr_request_t *req, size_t body_len, size_t max_prompt)
 {
-    size_t         i;
-    json_t        *messages, *tools, *msg;
-    kvr_render_t   r;
+    uint32_t         messages, tools, msg;
+    kvr_render_t     r;
+    kvr_json_doc_t  *doc;
 
-    messages = json_object_get(req->root, "messages");
+    doc = req->root;
+    messages = kvr_json_find(doc, 0, "messages", 8);
 
-    if (!json_is_array(messages)) {
+    if (messages == 0 || kvr_json_type(doc, messages) != KVR_JSON_ARRAY) {
         return KVR_PARSE_NO_PROMPT;
     }
 
-    if (json_array_size(messages) == 0) {
+    if (kvr_json_count(doc, messages) == 0) {
         return KVR_PARSE_EMPTY_PROMPT;
     }
 
@@ -297,25 +404,29 @@ kvr_request_chat(kvr_request_t *req, size_t body_len, size_t max_prompt)
     r.hint = (body_len < KVR_REQUEST_MAX_HINT) ? body_len + 1
                                                 : KVR_REQUEST_MAX_HINT;
 
-    tools = json_object_get(req->root, "tools");
+    tools = kvr_json_find(doc, 0, "tools", 5);
 
-    if (json_is_array(tools) && json_array_size(tools) > 0) {
+    if (tools && kvr_json_type(doc, tools) == KVR_JSON_ARRAY
+        && kvr_json_count(doc, tools) > 0)
+    {
         if (kvr_render_add(&r, "<|tools|>", 9) != 0
-            || kvr_render_json(&r, tools) != 0
+            || kvr_render_json(&r, doc, tools) != 0
             || kvr_render_add(&r, "\n", 1) != 0)
         {
             goto failed;
         }
     }
 
-    json_array_foreach(messages, i, msg) {
-
-        if (!json_is_object(msg)) {
+    for (msg = kvr_json_first(doc, messages);
+         msg;
+         msg = kvr_json_next(doc, messages, msg))
+    {
+        if (kvr_json_type(doc, msg) != KVR_JSON_OBJECT) {
             r.status = KVR_PARSE_NO_PROMPT;
             goto failed;
         }
 
-        if (kvr_render_message(&r, msg) != 0) {
+        if (kvr_render_message(&r, doc, msg) != 0) {
             goto failed;
         }
     }
@@ -341,21 +452,19 @@ failed:
 
 
 static int
-kvr_render_message(kvr_render_t *r, json_t *msg)
+kvr_render_message(kvr_render_t *r, const kvr_json_doc_t *doc,
+    uint32_t msg)
 {
-    json_t  *role, *calls;
+    uint32_t  role, calls;
 
     if (kvr_render_add(r, "<|im_start|>", 12) != 0) {
         return -1;
     }
 
-    role = json_object_get(msg, "role");
+    role = kvr_json_find(doc, msg, "role", 4);
 
-    if (json_is_string(role)) {
-        if (kvr_render_add(r, json_string_value(role),
-                           json_string_length(role))
-            != 0)
-        {
+    if (role && kvr_json_type(doc, role) == KVR_JSON_STRING) {
+        if (kvr_render_string(r, doc, role) != 0) {
             return -1;
         }
 
@@ -364,16 +473,19 @@ kvr_render_message(kvr_render_t *r, json_t *msg)
     }
 
     if (kvr_render_add(r, "\n", 1) != 0
-        || kvr_render_content(r, json_object_get(msg, "content")) != 0)
+        || kvr_render_content(r, doc, kvr_json_find(doc, msg, "content", 7))
+           != 0)
     {
         return -1;
     }
 
     /* the calls themselves, so that different tool calls do not collide */
-    calls = json_object_get(msg, "tool_calls");
+    calls = kvr_json_find(doc, msg, "tool_calls", 10);
 
-    if (json_is_array(calls) && json_array_size(calls) > 0) {
-        if (kvr_render_json(r, calls) != 0) {
+    if (calls && kvr_json_type(doc, calls) == KVR_JSON_ARRAY
+        && kvr_json_count(doc, calls) > 0)
+    {
+        if (kvr_render_json(r, doc, calls) != 0) {
             return -1;
         }
     }
@@ -384,27 +496,32 @@ kvr_render_message(kvr_render_t *r, json_t *msg)
 
 /* a string as is; text parts joined with "\n"; null, missing, other: "" */
 static int
-kvr_render_content(kvr_render_t *r, json_t *content)
+kvr_render_content(kvr_render_t *r, const kvr_json_doc_t *doc,
+    uint32_t content)
 {
-    int      first;
-    size_t   i;
-    json_t  *part, *text;
+    int       first;
+    uint32_t  part, text;
 
-    if (json_is_string(content)) {
-        return kvr_render_add(r, json_string_value(content),
-                              json_string_length(content));
+    if (content == 0) {
+        return 0;
     }
 
-    if (!json_is_array(content)) {
+    if (kvr_json_type(doc, content) == KVR_JSON_STRING) {
+        return kvr_render_string(r, doc, content);
+    }
+
+    if (kvr_json_type(doc, content) != KVR_JSON_ARRAY) {
         return 0;
     }
 
     first = 1;
 
-    json_array_foreach(content, i, part) {
-
-        text = kvr_request_part_text(part);
-        if (text == NULL) {
+    for (part = kvr_json_first(doc, content);
+         part;
+         part = kvr_json_next(doc, content, part))
+    {
+        text = kvr_request_part_text(doc, part);
+        if (text == 0) {
             continue;
         }
 
@@ -414,10 +531,7 @@ kvr_render_content(kvr_render_t *r, json_t *content)
 
         first = 0;
 
-        if (kvr_render_add(r, json_string_value(text),
-                           json_string_length(text))
-            != 0)
-        {
+        if (kvr_render_string(r, doc, text) != 0) {
             return -1;
         }
     }
@@ -426,40 +540,52 @@ kvr_render_content(kvr_render_t *r, json_t *content)
 }
 
 
-/* the text of a content part, or NULL for parts that carry none */
-static json_t *
-kvr_request_part_text(json_t *part)
+/* the text node of a content part, or 0 for parts that carry none */
+static uint32_t
+kvr_request_part_text(const kvr_json_doc_t *doc, uint32_t part)
 {
-    json_t      *type, *text;
+    uint32_t     type, text;
     const char  *field;
+    size_t       field_len;
 
-    type = json_object_get(part, "type");
+    type = kvr_json_find(doc, part, "type", 4);
 
-    if (kvr_json_string_is(type, "text")
-        || kvr_json_string_is(type, "input_text")
-        || kvr_json_string_is(type, "output_text"))
-    {
-        field = "text";
-
-    } else if (kvr_json_string_is(type, "refusal")) {
-        field = "refusal";
-
-    } else if (kvr_json_string_is(type, "thinking")) {
-        field = "thinking";
-
-    } else {
-        return NULL;
+    if (type == 0) {
+        return 0;
     }
 
-    text = json_object_get(part, field);
+    if (kvr_json_string_eq(doc, type, "text", 4)
+        || kvr_json_string_eq(doc, type, "input_text", 10)
+        || kvr_json_string_eq(doc, type, "output_text", 11))
+    {
+        field = "text";
+        field_len = 4;
 
-    return json_is_string(text) ? text : NULL;
+    } else if (kvr_json_string_eq(doc, type, "refusal", 7)) {
+        field = "refusal";
+        field_len = 7;
+
+    } else if (kvr_json_string_eq(doc, type, "thinking", 8)) {
+        field = "thinking";
+        field_len = 8;
+
+    } else {
+        return 0;
+    }
+
+    text = kvr_json_find(doc, part, field, field_len);
+
+    if (text && kvr_json_type(doc, text) == KVR_JSON_STRING) {
+        return text;
+    }
+
+    return 0;
 }
 
 
-/* appends n bytes, keeping len <= max and one byte spare for the nul */
+/* room for n more bytes and the nul, within max; the caller adds them */
 static int
-kvr_render_add(kvr_render_t *r, const char *p, size_t n)
+kvr_render_reserve(kvr_render_t *r, size_t n)
 {
     char    *data;
     size_t   need, cap;
@@ -497,6 +623,18 @@ kvr_render_add(kvr_render_t *r, const char *p, size_t n)
         r->cap = cap;
     }
 
+    return 0;
+}
+
+
+/* appends n bytes, keeping len <= max and one byte spare for the nul */
+static int
+kvr_render_add(kvr_render_t *r, const char *p, size_t n)
+{
+    if (kvr_render_reserve(r, n) != 0) {
+        return -1;
+    }
+
     if (n > 0) {
         memcpy(r->data + r->len, p, n);
         r->len += n;
@@ -506,90 +644,301 @@ kvr_render_add(kvr_render_t *r, const char *p, size_t n)
 }
 
 
-/* compact sorted dump, written straight into the bounded buffer */
+/* a string node decoded; raw bytes straight from the body when plain */
 static int
-kvr_render_json(kvr_render_t *r, json_t *json)
+kvr_render_string(kvr_render_t *r, const kvr_json_doc_t *doc, uint32_t str)
 {
-    if (json_dump_callback(json, kvr_render_dump_cb, r,
-                           KVR_REQUEST_DUMP_FLAGS)
-        != 0)
-    {
-        if (r->status == KVR_PARSE_OK) {
-            /* jansson itself failed: only allocation can do that here */
-            r->status = KVR_PARSE_NO_MEMORY;
-        }
+    size_t                  raw, room, n;
+    const kvr_json_node_t  *node;
 
+    node = &doc->nodes[str];
+    raw = node->len - 2;
+
+    if (!(node->info & KVR_JSON_ESCAPED)) {
+        return kvr_render_add(r, doc->input + node->off + 1, raw);
+    }
+
+    /* decoded <= raw: reserve what is left of both, then decode */
+    room = r->max - r->len;
+
+    if (raw < room) {
+        room = raw;
+    }
+
+    if (kvr_render_reserve(r, room) != 0) {
         return -1;
     }
+
+    n = kvr_json_string_decode(doc, str, r->data + r->len, room);
+
+    if (n == (size_t) -1) {
+        r->status = KVR_PARSE_TOO_LARGE;
+        return -1;
+    }
+
+    r->len += n;
 
     return 0;
 }
 
 
+/*
+ * A JSON subtree, compact, object keys sorted and repeated keys reduced
+ * to their last value, scalars raw; iterative, with a frame an open
+ * container and the sorted keys of the open objects in a scratch stack.
+ */
 static int
-kvr_render_dump_cb(const char *buffer, size_t size, void *data)
+kvr_render_json(kvr_render_t *r, const kvr_json_doc_t *doc, uint32_t root)
 {
-    return kvr_render_add(data, buffer, size);
-}
+    size_t                  n_sub, depth, sp;
+    void                   *mem;
+    uint32_t                v, k, *keys, *tmp, total;
+    kvr_render_frame_t     *frames, *f;
+    const kvr_json_node_t  *node;
 
+    /* every node renders to a byte at least: bounded before allocating */
+    n_sub = doc->nodes[root].end - root;
 
-static int
-kvr_json_string_is(json_t *str, const char *lit)
-{
-    size_t  n;
+    if (n_sub > r->max - r->len) {
+        r->status = KVR_PARSE_TOO_LARGE;
+        return -1;
+    }
 
-    if (!json_is_string(str)) {
+    depth = (n_sub < KVR_JSON_MAX_DEPTH) ? n_sub : KVR_JSON_MAX_DEPTH;
+
+    mem = malloc(depth * sizeof(kvr_render_frame_t)
+                 + 2 * n_sub * sizeof(uint32_t));
+    if (mem == NULL) {
+        r->status = KVR_PARSE_NO_MEMORY;
+        return -1;
+    }
+
+    frames = mem;
+    keys = (uint32_t *) (frames + depth);
+    tmp = keys + n_sub;
+
+    depth = 0;
+    sp = 0;
+    v = root;
+
+descend:
+
+    node = &doc->nodes[v];
+
+    switch (node->info & KVR_JSON_TYPE_MASK) {
+
+    case KVR_JSON_ARRAY:
+        if (node->end == v + 1) {
+            if (kvr_render_add(r, "[]", 2) != 0) {
+                goto failed;
+            }
+
+            goto ascend;
+        }
+
+        if (kvr_render_add(r, "[", 1) != 0) {
+            goto failed;
+        }
+
+        f = &frames[depth++];
+        f->node = v;
+        f->pos = v + 1;
+        v = v + 1;
+        goto descend;
+
+    case KVR_JSON_OBJECT:
+        if (node->end == v + 1) {
+            if (kvr_render_add(r, "{}", 2) != 0) {
+                goto failed;
+            }
+
+            goto ascend;
+        }
+
+        if (kvr_render_add(r, "{", 1) != 0) {
+            goto failed;
+        }
+
+        total = kvr_json_count(doc, v);
+
+        f = &frames[depth++];
+        f->node = v;
+        f->base = (uint32_t) sp;
+        f->count = kvr_render_sort_members(doc, v, keys + sp, tmp + sp);
+        f->pos = 0;
+        sp += total;
+        goto member;
+
+    default:
+        if (kvr_render_add(r, doc->input + node->off, node->len) != 0) {
+            goto failed;
+        }
+
+        goto ascend;
+    }
+
+member:
+
+    /* f is the innermost frame, an object with members left */
+    k = keys[f->base + f->pos];
+    f->pos++;
+    node = &doc->nodes[k];
+
+    if (kvr_render_add(r, doc->input + node->off, node->len) != 0
+        || kvr_render_add(r, ":", 1) != 0)
+    {
+        goto failed;
+    }
+
+    v = k + 1;
+    goto descend;
+
+ascend:
+
+    if (depth == 0) {
+        free(mem);
         return 0;
     }
 
-    n = strlen(lit);
+    f = &frames[depth - 1];
 
-    return json_string_length(str) == n
-           && memcmp(json_string_value(str), lit, n) == 0;
+    if (kvr_json_type(doc, f->node) == KVR_JSON_ARRAY) {
+        v = doc->nodes[f->pos].end;
+
+        if (v < doc->nodes[f->node].end) {
+            if (kvr_render_add(r, ",", 1) != 0) {
+                goto failed;
+            }
+
+            f->pos = v;
+            goto descend;
+        }
+
+        if (kvr_render_add(r, "]", 1) != 0) {
+            goto failed;
+        }
+
+        depth--;
+        goto ascend;
+    }
+
+    if (f->pos < f->count) {
+        if (kvr_render_add(r, ",", 1) != 0) {
+            goto failed;
+        }
+
+        goto member;
+    }
+
+    if (kvr_render_add(r, "}", 1) != 0) {
+        goto failed;
+    }
+
+    sp = f->base;
+    depth--;
+    goto ascend;
+
+failed:
+
+    free(mem);
+
+    return -1;
 }
 
 
 /*
- * jansson reports the offset of the lead byte it could not decode: the
- * body was cut when that byte starts a sequence longer than what is left
- * and only continuation bytes follow it
+ * The keys of obj sorted by their decoded bytes (stable), then of every
+ * run of equal keys only the last kept; returns how many are kept
  */
-static int
-kvr_utf8_cut(const char *body, size_t len, size_t pos)
+static uint32_t
+kvr_render_sort_members(const kvr_json_doc_t *doc, uint32_t obj,
+    uint32_t *keys, uint32_t *tmp)
 {
-    size_t          i, need;
-    unsigned char   c;
+    uint32_t  n, i, j, k, kept;
 
-    if (pos >= len) {
-        return 0;
+    n = 0;
+
+    for (k = kvr_json_first(doc, obj); k; k = kvr_json_next(doc, obj, k)) {
+        keys[n++] = k;
     }
 
-    c = (unsigned char) body[pos];
+    if (n <= KVR_REQUEST_SORT_SMALL) {
+        for (i = 1; i < n; i++) {
+            k = keys[i];
 
-    if (c >= 0xc2 && c <= 0xdf) {
-        need = 2;
+            for (j = i; j > 0 && kvr_json_string_cmp(doc, keys[j - 1], k) > 0;
+                 j--)
+            {
+                keys[j] = keys[j - 1];
+            }
 
-    } else if (c >= 0xe0 && c <= 0xef) {
-        need = 3;
-
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        need = 4;
+            keys[j] = k;
+        }
 
     } else {
-        return 0;
+        kvr_render_merge_sort(doc, keys, tmp, n);
     }
 
-    if (len - pos >= need) {
-        return 0;
-    }
+    kept = 0;
 
-    for (i = pos + 1; i < len; i++) {
-        if (((unsigned char) body[i] & 0xc0) != 0x80) {
-            return 0;
+    for (i = 0; i < n; i++) {
+        if (i + 1 < n && kvr_json_string_cmp(doc, keys[i], keys[i + 1]) == 0)
+        {
+            continue;
         }
+
+        keys[kept++] = keys[i];
     }
 
-    return 1;
+    return kept;
+}
+
+
+/* bottom-up, stable, O(n log n) whatever the input */
+static void
+kvr_render_merge_sort(const kvr_json_doc_t *doc, uint32_t *keys,
+    uint32_t *tmp, uint32_t n)
+{
+    uint32_t   width, lo, mid, hi, i, j, o, *src, *dst, *t;
+
+    src = keys;
+    dst = tmp;
+
+    for (width = 1; width < n; width *= 2) {
+
+        for (lo = 0; lo < n; lo += 2 * width) {
+            mid = (n - lo > width) ? lo + width : n;
+            hi = (n - mid > width) ? mid + width : n;
+            i = lo;
+            j = mid;
+            o = lo;
+
+            while (i < mid && j < hi) {
+                if (kvr_json_string_cmp(doc, src[j], src[i]) < 0) {
+                    dst[o++] = src[j++];
+
+                } else {
+                    dst[o++] = src[i++];
+                }
+            }
+
+            while (i < mid) {
+                dst[o++] = src[i++];
+            }
+
+            while (j < hi) {
+                dst[o++] = src[j++];
+            }
+        }
+
+        t = src;
+        src = dst;
+        dst = t;
+    }
+
+    if (src != keys) {
+        memcpy(keys, src, n * sizeof(uint32_t));
+    }
 }
 
 
@@ -598,10 +947,8 @@ kvr_request_free(kvr_request_t *req)
 {
     free(req->text);
     free(req->ids);
-
-    if (req->root != NULL) {
-        json_decref(req->root);
-    }
+    free(req->fields);
+    kvr_json_free(req->root);
 
     memset(req, 0, sizeof(kvr_request_t));
 }

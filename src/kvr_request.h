@@ -2,8 +2,8 @@
  * Copyright (C) kvroute developers
  *
  * Request understanding: an OpenAI /v1/completions or /v1/chat/completions
- * JSON body turned into the prompt that decides routing.  Plain C (jansson),
- * no nginx types.
+ * JSON body turned into the prompt that decides routing.  Plain C (the JSON
+ * is parsed by kvr_json), no nginx types.
  */
 
 #ifndef _KVR_REQUEST_H_INCLUDED_
@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <jansson.h>
+#include "kvr_json.h"
 
 
 typedef enum {
@@ -35,7 +35,11 @@ typedef enum {
 
 
 typedef struct {
-    json_t           *root;          /* parsed body, owned; NULL if none */
+    /*
+     * the parsed body's nodes, owned; NULL if the body is not JSON.  They
+     * point into the caller's body: use them only while it is alive.
+     */
+    kvr_json_doc_t   *root;
 
     /*
      * Exactly one of text / ids is set on KVR_PARSE_OK.
@@ -47,11 +51,12 @@ typedef struct {
     uint32_t         *ids;
     size_t            n_ids;
 
-    /* borrowed from root, NUL-terminated; NULL when absent */
+    /* decoded copies in fields, NUL-terminated; NULL when absent */
     const char       *model;
     size_t            model_len;
     const char       *cache_salt;
     size_t            cache_salt_len;
+    char             *fields;        /* storage of model, cache_salt */
 
     /* true when "stream": true */
     unsigned          stream:1;
