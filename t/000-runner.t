@@ -249,6 +249,9 @@ hello world
 
 
 === TEST 8: raw_request with a chunked body sent in two pieces
+# nginx times the request from the first piece: 0.5 s later the second
+# arrives; without the delay it would take a few milliseconds (the 0.2 s
+# margin absorbs a slow scheduler)
 --- http_config
     log_format rt 'rt=$request_time';
 --- config
@@ -271,7 +274,7 @@ hello\r
 0\r
 \r
 "]
---- raw_request_middle_delay: 0.3
+--- raw_request_middle_delay: 0.5
 --- response_body chomp
 hello world
 --- access_log eval
