@@ -311,6 +311,8 @@ GET /t
 
 
 === TEST 11: must_die with a bad directive
+# the message is on nginx's stderr (Debian's default error log), which
+# this runner checks too; the real Test::Nginx does not
 --- config
     location = /t {
         no_such_directive_here;
