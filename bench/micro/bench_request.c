@@ -3,13 +3,25 @@
  *
  * Micro-benchmark of kvr_request_parse() on a chat body of about 9.5 KB
  * (a system prompt of about 2,000 tokens of English plus one user
- * message).  Prints the median, p10 and p90 of many runs in microseconds,
- * for the whole parse and for its parts (json_loadb alone, chained text
- * keys of the rendering).
+ * message).  Prints the median, p10 and p90 of many runs in microseconds
+ * and the median throughput over the body, for the whole parse (kvr_json
+ * and the rendering), for kvr_json_parse() alone, and side by side for
+ * the jansson implementation it replaced (json_loadb alone, and that
+ * kvr_request_parse() taken from git at 15960aa with renamed symbols),
+ * then for the chained text keys of the rendering.
  *
  * Not part of any make target; build and run by hand:
+ *   mkdir -p build/bench_old
+ *   git show 15960aa:src/kvr_request.c > build/bench_old/kvr_request.c
+ *   git show 15960aa:src/kvr_request.h > build/bench_old/kvr_request.h
+ *   cc -O2 -c -Ibuild/bench_old -Dkvr_request_parse=old_request_parse \
+ *       -Dkvr_request_free=old_request_free \
+ *       -Dkvr_parse_status_name=old_parse_status_name \
+ *       -Dkvr_endpoint_from_path=old_endpoint_from_path \
+ *       build/bench_old/kvr_request.c -o build/bench_old/old_request.o
  *   cc -O2 -Isrc bench/micro/bench_request.c src/kvr_request.c \
- *       src/kvr_hash.c -ljansson -lxxhash -o build/bench_request
+ *       src/kvr_json.c src/kvr_hash.c build/bench_old/old_request.o \
+ *       -ljansson -lxxhash -o build/bench_request
  *   build/bench_request
  */
 
@@ -17,12 +29,29 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <jansson.h>
 
 #include "kvr_hash.h"
+#include "kvr_json.h"
 #include "kvr_request.h"
 
 
 #define RUNS  20000
+
+
+/*
+ * the jansson kvr_request_parse() of 15960aa; its request struct (a
+ * json_t root and the same fields) fits in old_request_t
+ */
+kvr_parse_status_e old_request_parse(void *req, kvr_endpoint_e ep,
+    const char *body, size_t len, size_t max_prompt);
+void old_request_free(void *req);
+
+
+typedef union {
+    kvr_request_t        req;
+    uint64_t             space[32];
+} old_request_t;
 
 
 static const char  *words[] = {
@@ -54,12 +83,19 @@ cmp_double(const void *a, const void *b)
 }
 
 
+/* times in us; bytes > 0 adds the median throughput in MB/s */
 static void
-report(const char *name, double *t, size_t n)
+report(const char *name, double *t, size_t n, size_t bytes)
 {
     qsort(t, n, sizeof(double), cmp_double);
-    printf("%-28s median %8.2f us  p10 %8.2f  p90 %8.2f\n", name,
+    printf("%-28s median %8.2f us  p10 %8.2f  p90 %8.2f", name,
            t[n / 2], t[n / 10], t[n * 9 / 10]);
+
+    if (bytes > 0) {
+        printf("  %7.0f MB/s", bytes / t[n / 2]);
+    }
+
+    printf("\n");
 }
 
 
@@ -71,7 +107,9 @@ main(void)
     double              *t, t0;
     uint64_t             keys[1024];
     json_t              *root;
+    old_request_t        old;
     kvr_request_t        req;
+    kvr_json_doc_t      *doc;
     json_error_t         err;
     kvr_parse_status_e   rc;
 
@@ -103,6 +141,16 @@ main(void)
            len, nw, kvr_parse_status_name(rc), req.text_len);
     kvr_request_free(&req);
 
+    rc = old_request_parse(&old, KVR_ENDPOINT_CHAT, body, len, 1 << 20);
+    kvr_request_parse(&req, KVR_ENDPOINT_CHAT, body, len, 1 << 20);
+    printf("jansson path: status %s, rendering %zu bytes, %s\n",
+           kvr_parse_status_name(rc), old.req.text_len,
+           (old.req.text_len == req.text_len
+            && memcmp(old.req.text, req.text, req.text_len) == 0)
+           ? "same text" : "DIFFERENT text");
+    old_request_free(&old);
+    kvr_request_free(&req);
+
     for (i = 0; i < RUNS; i++) {
         t0 = now_us();
         rc = kvr_request_parse(&req, KVR_ENDPOINT_CHAT, body, len, 1 << 20);
@@ -110,7 +158,25 @@ main(void)
         kvr_request_free(&req);
     }
 
-    report("kvr_request_parse+free", t, RUNS);
+    report("new: kvr_request_parse+free", t, RUNS, len);
+
+    for (i = 0; i < RUNS; i++) {
+        t0 = now_us();
+        doc = kvr_json_parse(body, len, KVR_JSON_NUMBER_RANGE);
+        t[i] = now_us() - t0;
+        kvr_json_free(doc);
+    }
+
+    report("new: kvr_json_parse alone", t, RUNS, len);
+
+    for (i = 0; i < RUNS; i++) {
+        t0 = now_us();
+        rc = old_request_parse(&old, KVR_ENDPOINT_CHAT, body, len, 1 << 20);
+        t[i] = now_us() - t0;
+        old_request_free(&old);
+    }
+
+    report("old: kvr_request_parse+free", t, RUNS, len);
 
     for (i = 0; i < RUNS; i++) {
         t0 = now_us();
@@ -119,7 +185,7 @@ main(void)
         json_decref(root);
     }
 
-    report("json_loadb alone", t, RUNS);
+    report("old: json_loadb alone", t, RUNS, len);
 
     rc = kvr_request_parse(&req, KVR_ENDPOINT_CHAT, body, len, 1 << 20);
     nkeys = 0;
@@ -133,7 +199,7 @@ main(void)
 
     kvr_request_free(&req);
     printf("(%zu text keys of 64 bytes)\n", nkeys);
-    report("text keys, 64-byte chunks", t, RUNS);
+    report("text keys, 64-byte chunks", t, RUNS, 0);
 
     free(t);
     free(body);
