@@ -9,7 +9,7 @@ my $port = $ENV{TEST_NGINX_PORT} || 1984;
 $ENV{TEST_NGINX_B1} = $port + 1;
 $ENV{TEST_NGINX_B2} = $port + 2;
 $ENV{TEST_NGINX_B3} = $port + 3;
-$ENV{TEST_NGINX_USE_HUP} = 1;
+BEGIN { $ENV{TEST_NGINX_USE_HUP} = 1 }
 
 our $Backends = <<'_EOC_';
 server { listen 127.0.0.1:$TEST_NGINX_B1; location / { return 200 "b1\n"; } }
