@@ -15,9 +15,13 @@
 #define KVR_BPE_NO_ID         0xffffffffu
 #define KVR_BPE_EMPTY_PAIR    0xffffffffffffffffull
 
-/* word cache: direct-mapped, only short pieces (results never change) */
+/*
+ * word cache: direct-mapped, fixed-size slots (no allocation at encode
+ * time), only short pieces with few ids; results never change
+ */
 #define KVR_BPE_CACHE_SLOTS   16384
-#define KVR_BPE_CACHE_MAX_KEY 128
+#define KVR_BPE_CACHE_MAX_KEY 46
+#define KVR_BPE_CACHE_MAX_IDS 12
 
 
 typedef struct {
@@ -47,14 +51,17 @@ typedef struct {
     uint32_t   rank;
     uint32_t   pos;
     uint32_t   new_id;
+    uint32_t   left;         /* the pair when pushed: a fast stale check */
+    uint32_t   right;
 } kvr_bpe_merge_t;
 
 
 typedef struct {
     uint64_t   hash;
-    uint32_t   key_len;
-    uint32_t   n_ids;
-    uint8_t   *data;         /* key bytes, then n_ids uint32 ids */
+    uint8_t    key_len;      /* 0: empty slot */
+    uint8_t    n_ids;
+    uint8_t    key[KVR_BPE_CACHE_MAX_KEY];
+    uint32_t   ids[KVR_BPE_CACHE_MAX_IDS];
 } kvr_bpe_cache_slot_t;
 
 
@@ -71,6 +78,12 @@ struct kvr_tok_bpe_s {
     size_t                 merges_used;
 
     uint32_t               byte_id[256];   /* KVR_BPE_NO_ID when absent */
+
+    /*
+     * merges of two single-byte tokens, by byte pair: most lookups of a
+     * piece hit these, and 512 KB stay in cache where the map does not
+     */
+    kvr_bpe_merge_slot_t  *byte_pairs;
     int                    ignore_merges;
 
     /* per-process scratch, grown on demand */
@@ -148,19 +161,12 @@ kvr_tok_bpe_create(size_t n_vocab, size_t n_merges)
 void
 kvr_tok_bpe_free(kvr_tok_bpe_t *bpe)
 {
-    size_t  i;
-
     if (bpe == NULL) {
         return;
     }
 
-    if (bpe->cache != NULL) {
-        for (i = 0; i < KVR_BPE_CACHE_SLOTS; i++) {
-            free(bpe->cache[i].data);
-        }
-    }
-
     free(bpe->cache);
+    free(bpe->byte_pairs);
     free(bpe->vocab);
     free(bpe->merges);
     free(bpe->arena);
@@ -321,11 +327,12 @@ kvr_tok_bpe_add_merge(kvr_tok_bpe_t *bpe, uint32_t left, uint32_t right,
 }
 
 
-void
+int
 kvr_tok_bpe_finish(kvr_tok_bpe_t *bpe, int ignore_merges)
 {
-    int      b;
-    uint8_t  byte;
+    int                     b, c;
+    uint8_t                 byte;
+    kvr_bpe_merge_slot_t   *slot, *pair;
 
     for (b = 0; b < 256; b++) {
         byte = (uint8_t) b;
@@ -335,7 +342,31 @@ kvr_tok_bpe_finish(kvr_tok_bpe_t *bpe, int ignore_merges)
         }
     }
 
+    bpe->byte_pairs = malloc(256 * 256 * sizeof(kvr_bpe_merge_slot_t));
+    if (bpe->byte_pairs == NULL) {
+        return -1;
+    }
+
+    for (b = 0; b < 256; b++) {
+        for (c = 0; c < 256; c++) {
+            pair = &bpe->byte_pairs[b * 256 + c];
+            pair->pair = KVR_BPE_EMPTY_PAIR;
+
+            if (bpe->byte_id[b] == KVR_BPE_NO_ID
+                || bpe->byte_id[c] == KVR_BPE_NO_ID)
+            {
+                continue;
+            }
+
+            slot = kvr_bpe_merge_find(bpe, (uint64_t) bpe->byte_id[b] << 32
+                                           | bpe->byte_id[c]);
+            *pair = *slot;
+        }
+    }
+
     bpe->ignore_merges = ignore_merges;
+
+    return 0;
 }
 
 
@@ -351,8 +382,8 @@ kvr_bpe_merge_less(const kvr_bpe_merge_t *a, const kvr_bpe_merge_t *b)
 
 
 static int
-kvr_bpe_heap_push(kvr_tok_bpe_t *bpe, size_t *n, uint32_t rank,
-    uint32_t pos, uint32_t new_id)
+kvr_bpe_heap_push(kvr_tok_bpe_t *bpe, size_t *n,
+    const kvr_bpe_merge_slot_t *slot, uint32_t pos)
 {
     size_t            i, parent, cap;
     kvr_bpe_merge_t   m, *heap;
@@ -368,9 +399,11 @@ kvr_bpe_heap_push(kvr_tok_bpe_t *bpe, size_t *n, uint32_t rank,
         bpe->heap_cap = cap;
     }
 
-    m.rank = rank;
+    m.rank = slot->rank;
     m.pos = pos;
-    m.new_id = new_id;
+    m.new_id = slot->new_id;
+    m.left = (uint32_t) (slot->pair >> 32);
+    m.right = (uint32_t) slot->pair;
 
     heap = bpe->heap;
     i = (*n)++;
@@ -443,7 +476,7 @@ kvr_bpe_merge_get(const kvr_tok_bpe_t *bpe, uint32_t left, uint32_t right)
 
 /* HF Word::merge_all: the surviving symbols end up in symbols[] */
 static int
-kvr_bpe_merge_all(kvr_tok_bpe_t *bpe, size_t n_sym)
+kvr_bpe_merge_all(kvr_tok_bpe_t *bpe, const uint8_t *bytes, size_t n_sym)
 {
     size_t                       i, n_heap, next_pos;
     kvr_bpe_merge_t              top;
@@ -454,11 +487,11 @@ kvr_bpe_merge_all(kvr_tok_bpe_t *bpe, size_t n_sym)
     n_heap = 0;
 
     for (i = 0; i + 1 < n_sym; i++) {
-        m = kvr_bpe_merge_get(bpe, sym[i].id, sym[i + 1].id);
+        m = &bpe->byte_pairs[bytes[i] * 256 + bytes[i + 1]];
+        m = (m->pair == KVR_BPE_EMPTY_PAIR) ? NULL : m;
 
         if (m != NULL
-            && kvr_bpe_heap_push(bpe, &n_heap, m->rank, (uint32_t) i,
-                                 m->new_id) != 0)
+            && kvr_bpe_heap_push(bpe, &n_heap, m, (uint32_t) i) != 0)
         {
             return -1;
         }
@@ -474,10 +507,15 @@ kvr_bpe_merge_all(kvr_tok_bpe_t *bpe, size_t n_sym)
         next_pos = (size_t) sym[top.pos].next;
         right = sym[next_pos];
 
-        /* stale entry: the pair at pos changed since it was pushed */
-        m = kvr_bpe_merge_get(bpe, sym[top.pos].id, right.id);
-        if (m == NULL || m->new_id != top.new_id) {
-            continue;
+        /*
+         * stale entry: the pair at pos changed since it was pushed; HF
+         * compares the new id of the current pair's merge
+         */
+        if (sym[top.pos].id != top.left || right.id != top.right) {
+            m = kvr_bpe_merge_get(bpe, sym[top.pos].id, right.id);
+            if (m == NULL || m->new_id != top.new_id) {
+                continue;
+            }
         }
 
         sym[top.pos].id = top.new_id;
@@ -494,8 +532,7 @@ kvr_bpe_merge_all(kvr_tok_bpe_t *bpe, size_t n_sym)
             m = kvr_bpe_merge_get(bpe, sym[i].id, sym[top.pos].id);
 
             if (m != NULL
-                && kvr_bpe_heap_push(bpe, &n_heap, m->rank, (uint32_t) i,
-                                     m->new_id) != 0)
+                && kvr_bpe_heap_push(bpe, &n_heap, m, (uint32_t) i) != 0)
             {
                 return -1;
             }
@@ -506,8 +543,7 @@ kvr_bpe_merge_all(kvr_tok_bpe_t *bpe, size_t n_sym)
             m = kvr_bpe_merge_get(bpe, sym[top.pos].id, sym[i].id);
 
             if (m != NULL
-                && kvr_bpe_heap_push(bpe, &n_heap, m->rank, top.pos,
-                                     m->new_id) != 0)
+                && kvr_bpe_heap_push(bpe, &n_heap, m, top.pos) != 0)
             {
                 return -1;
             }
@@ -516,6 +552,10 @@ kvr_bpe_merge_all(kvr_tok_bpe_t *bpe, size_t n_sym)
 
     return 0;
 }
+
+
+static int kvr_bpe_encode_filtered(kvr_tok_bpe_t *bpe,
+    const uint8_t *piece, size_t len, kvr_ids_t *out);
 
 
 static int
@@ -545,7 +585,8 @@ kvr_bpe_encode_word(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
         id = bpe->byte_id[piece[i]];
 
         if (id == KVR_BPE_NO_ID) {
-            continue;
+            /* rare: drop such bytes first, symbols follow the bytes */
+            return kvr_bpe_encode_filtered(bpe, piece, len, out);
         }
 
         sym[n_sym].id = id;
@@ -561,7 +602,7 @@ kvr_bpe_encode_word(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
 
     sym[n_sym - 1].next = -1;
 
-    if (kvr_bpe_merge_all(bpe, n_sym) != 0) {
+    if (kvr_bpe_merge_all(bpe, piece, n_sym) != 0) {
         return KVR_TOK_NO_MEMORY;
     }
 
@@ -575,27 +616,32 @@ kvr_bpe_encode_word(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
 }
 
 
+/* a byte without a token is dropped silently, as HF does without unk */
 static int
-kvr_bpe_cache_store(kvr_bpe_cache_slot_t *slot, uint64_t hash,
-    const uint8_t *piece, size_t len, const uint32_t *ids, size_t n_ids)
+kvr_bpe_encode_filtered(kvr_tok_bpe_t *bpe, const uint8_t *piece,
+    size_t len, kvr_ids_t *out)
 {
-    uint8_t  *data;
+    int       rc;
+    size_t    i, n;
+    uint8_t  *kept;
 
-    data = malloc(len + n_ids * sizeof(uint32_t));
-    if (data == NULL) {
-        return -1;
+    kept = malloc(len);
+    if (kept == NULL) {
+        return KVR_TOK_NO_MEMORY;
     }
 
-    memcpy(data, piece, len);
-    memcpy(data + len, ids, n_ids * sizeof(uint32_t));
+    n = 0;
 
-    free(slot->data);
-    slot->hash = hash;
-    slot->key_len = (uint32_t) len;
-    slot->n_ids = (uint32_t) n_ids;
-    slot->data = data;
+    for (i = 0; i < len; i++) {
+        if (bpe->byte_id[piece[i]] != KVR_BPE_NO_ID) {
+            kept[n++] = piece[i];
+        }
+    }
 
-    return 0;
+    rc = (n == 0) ? KVR_TOK_OK : kvr_bpe_encode_word(bpe, kept, n, out);
+    free(kept);
+
+    return rc;
 }
 
 
@@ -604,8 +650,8 @@ kvr_tok_bpe_encode(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
     kvr_ids_t *out)
 {
     int                    rc;
-    size_t                 i, first;
-    uint32_t               id, cached_id;
+    size_t                 i, first, n_ids;
+    uint32_t               id;
     uint64_t               hash;
     kvr_bpe_cache_slot_t  *slot;
 
@@ -622,21 +668,18 @@ kvr_tok_bpe_encode(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
         return KVR_TOK_OK;
     }
 
-    if (len >= KVR_BPE_CACHE_MAX_KEY) {
+    if (len > KVR_BPE_CACHE_MAX_KEY) {
         return kvr_bpe_encode_word(bpe, piece, len, out);
     }
 
     hash = XXH3_64bits(piece, len);
     slot = &bpe->cache[hash & (KVR_BPE_CACHE_SLOTS - 1)];
 
-    if (slot->data != NULL && slot->hash == hash && slot->key_len == len
-        && memcmp(slot->data, piece, len) == 0)
+    if (slot->key_len == len && slot->hash == hash
+        && memcmp(slot->key, piece, len) == 0)
     {
         for (i = 0; i < slot->n_ids; i++) {
-            memcpy(&cached_id, slot->data + len + i * sizeof(uint32_t),
-                   sizeof(uint32_t));
-
-            if (kvr_ids_push(out, cached_id) != 0) {
+            if (kvr_ids_push(out, slot->ids[i]) != 0) {
                 return out->n == out->max ? KVR_TOK_TOO_MANY
                                           : KVR_TOK_NO_MEMORY;
             }
@@ -652,9 +695,15 @@ kvr_tok_bpe_encode(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
         return rc;
     }
 
-    /* a failed cache store only costs speed */
-    (void) kvr_bpe_cache_store(slot, hash, piece, len, out->ids + first,
-                               out->n - first);
+    n_ids = out->n - first;
+
+    if (n_ids <= KVR_BPE_CACHE_MAX_IDS) {
+        slot->hash = hash;
+        slot->key_len = (uint8_t) len;
+        slot->n_ids = (uint8_t) n_ids;
+        memcpy(slot->key, piece, len);
+        memcpy(slot->ids, out->ids + first, n_ids * sizeof(uint32_t));
+    }
 
     return KVR_TOK_OK;
 }

@@ -35,8 +35,8 @@ int kvr_tok_bpe_lookup(const kvr_tok_bpe_t *bpe, const uint8_t *key,
 int kvr_tok_bpe_add_merge(kvr_tok_bpe_t *bpe, uint32_t left,
     uint32_t right, uint32_t rank, uint32_t new_id);
 
-/* call after the vocab is complete: prepares the single-byte table */
-void kvr_tok_bpe_finish(kvr_tok_bpe_t *bpe, int ignore_merges);
+/* call after vocab and merges are complete; -1 when out of memory */
+int kvr_tok_bpe_finish(kvr_tok_bpe_t *bpe, int ignore_merges);
 
 /* appends the ids of one pre-tokenized piece (raw bytes) */
 int kvr_tok_bpe_encode(kvr_tok_bpe_t *bpe, const uint8_t *piece,

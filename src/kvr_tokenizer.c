@@ -21,6 +21,7 @@
 
 
 #define KVR_TOK_MAX_AFFIX  8
+#define KVR_TOK_MAX_FILE   (256 * 1024 * 1024)
 
 
 struct kvr_tokenizer_s {
@@ -428,7 +429,11 @@ kvr_tok_load_model(kvr_tokenizer_t *tk, json_t *root, char *err,
                      missing);
     }
 
-    kvr_tok_bpe_finish(tk->bpe, !kvr_tok_false(model, "ignore_merges"));
+    if (kvr_tok_bpe_finish(tk->bpe, !kvr_tok_false(model, "ignore_merges"))
+        != 0)
+    {
+        kvr_tok_fail("out of memory");
+    }
 
     return 0;
 
@@ -701,6 +706,49 @@ failed:
 }
 
 
+/* reads the whole file: json_loadb is much faster than json_load_file */
+static json_t *
+kvr_tok_load_json(const char *path, size_t flags, char *err, size_t errlen)
+{
+    long           size;
+    char          *data;
+    FILE          *f;
+    json_t        *root;
+    json_error_t   jerr;
+
+    f = fopen(path, "rb");
+    if (f == NULL) {
+        snprintf(err, errlen, "%s: cannot open", path);
+        return NULL;
+    }
+
+    data = NULL;
+
+    if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0
+        || size > KVR_TOK_MAX_FILE || fseek(f, 0, SEEK_SET) != 0
+        || (data = malloc((size_t) size + 1)) == NULL
+        || fread(data, 1, (size_t) size, f) != (size_t) size)
+    {
+        snprintf(err, errlen, "%s: cannot read (or over %d MB)", path,
+                 KVR_TOK_MAX_FILE >> 20);
+        free(data);
+        fclose(f);
+        return NULL;
+    }
+
+    fclose(f);
+
+    root = json_loadb(data, (size_t) size, flags, &jerr);
+    free(data);
+
+    if (root == NULL) {
+        snprintf(err, errlen, "%s:%d: %s", path, jerr.line, jerr.text);
+    }
+
+    return root;
+}
+
+
 /* a special token of tokenizer_config: a string or {"content": ...} */
 static const char *
 kvr_tok_config_token(json_t *config, const char *key)
@@ -721,15 +769,13 @@ static int
 kvr_tok_load_config(kvr_tokenizer_t *tk, json_t *root, const char *path,
     char *err, size_t errlen)
 {
-    json_t        *config, *add_bos, *add_eos;
-    uint32_t       id;
-    const char    *tok;
-    json_error_t   jerr;
+    json_t      *config, *add_bos, *add_eos;
+    uint32_t     id;
+    const char  *tok;
 
     /* model_max_length can be 1e30: read numbers as reals */
-    config = json_load_file(path, JSON_DECODE_INT_AS_REAL, &jerr);
+    config = kvr_tok_load_json(path, JSON_DECODE_INT_AS_REAL, err, errlen);
     if (config == NULL) {
-        snprintf(err, errlen, "%s:%d: %s", path, jerr.line, jerr.text);
         return -1;
     }
 
@@ -788,7 +834,6 @@ kvr_tokenizer_load(const char *json_path, const char *config_path,
     char *err, size_t errlen)
 {
     json_t           *root, *norm, *dec;
-    json_error_t      jerr;
     kvr_tokenizer_t  *tk;
 
     root = NULL;
@@ -799,9 +844,8 @@ kvr_tokenizer_load(const char *json_path, const char *config_path,
         return NULL;
     }
 
-    root = json_load_file(json_path, 0, &jerr);
+    root = kvr_tok_load_json(json_path, 0, err, errlen);
     if (root == NULL) {
-        snprintf(err, errlen, "%s:%d: %s", json_path, jerr.line, jerr.text);
         goto failed;
     }
 
