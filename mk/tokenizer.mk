@@ -34,6 +34,8 @@ $(TOK_NPM): $(TOK_DIR)/package.json $(TOK_DIR)/package-lock.json
 test-tokenizer: $(TOK_CLI) $(TOK_NPM)
 	cd $(TOK_DIR) && node oracle-test.js --cli $(TOK_CLI) --count 20000
 
+TEST_TARGETS += test-tokenizer
+
 # adds a string around every code point per model (several minutes)
 test-tokenizer-full: $(TOK_CLI) $(TOK_NPM)
 	cd $(TOK_DIR) && node oracle-test.js --cli $(TOK_CLI) --count 50000 \
