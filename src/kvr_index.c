@@ -723,7 +723,6 @@ kvr_index_match_slots(kvr_index_t *ix, const int *slots, size_t nslots,
 size_t
 kvr_index_record(kvr_index_t *ix, int slot, const uint64_t *hashes, size_t n)
 {
-    int                 one_pass;
     size_t              i, m, evicted;
     uint32_t            e, cursor, next;
     kvr_index_slot_t   *s;
@@ -748,18 +747,12 @@ kvr_index_record(kvr_index_t *ix, int slot, const uint64_t *hashes, size_t n)
     evicted = 0;
 
     /*
-     * no eviction can happen when the slot stays within its capacity and
-     * the region has room for every hash: one pass does it all
-     */
-
-    one_pass = (s->capacity == 0 || s->blocks + m <= s->capacity)
-               && ix->capacity - ix->used >= m;
-
-    /*
      * pass 1: the present entries go to the head, in sequence order, and
      * are marked, so that making room for the missing ones cannot evict
      * them; cursor is the last entry placed, entries already in place
-     * (a sequence recorded again) are not moved
+     * (a sequence recorded again) are not moved.  Doing the lookups in a
+     * pass of their own is also faster than one pass: with no stores in
+     * between, more cache misses are in flight at once.
      */
 
     cursor = 0;
@@ -768,13 +761,6 @@ kvr_index_record(kvr_index_t *ix, int slot, const uint64_t *hashes, size_t n)
         e = kvr_index_find(ix, slot, hashes[i]);
 
         if (e == 0) {
-            if (one_pass) {
-                e = kvr_index_take_free(ix);
-                kvr_index_insert(ix, slot, hashes[i], cursor, e);
-                entries[e].flags |= KVR_INDEX_MARK;
-                cursor = e;
-            }
-
             continue;
         }
 
@@ -793,10 +779,6 @@ kvr_index_record(kvr_index_t *ix, int slot, const uint64_t *hashes, size_t n)
 
         entries[e].flags |= KVR_INDEX_MARK;
         cursor = e;
-    }
-
-    if (one_pass) {
-        goto done;
     }
 
     /*
@@ -855,8 +837,6 @@ kvr_index_record(kvr_index_t *ix, int slot, const uint64_t *hashes, size_t n)
         entries[e].flags |= KVR_INDEX_MARK;
         cursor = e;
     }
-
-done:
 
     /* capacity lowered, or nothing was missing */
 
