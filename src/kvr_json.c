@@ -188,11 +188,6 @@ value:
         goto failed;
     }
 
-    if (depth >= KVR_JSON_MAX_DEPTH) {
-        err = KVR_JSON_ERR_DEPTH;
-        goto failed;
-    }
-
     if (n == cap) {
         err = KVR_JSON_ERR_TOO_BIG;
         goto failed;
@@ -213,6 +208,11 @@ value:
 
     case '{':
     case '[':
+        if (depth >= KVR_JSON_MAX_DEPTH) {
+            err = KVR_JSON_ERR_DEPTH;
+            goto failed;
+        }
+
         node->info = (*p == '{') ? KVR_JSON_OBJECT : KVR_JSON_ARRAY;
         open[depth].node = n;
         open[depth].count = 0;
@@ -283,6 +283,12 @@ value:
         }
 
         break;
+    }
+
+    /* as jansson: a bad token is reported before the depth */
+    if (depth >= KVR_JSON_MAX_DEPTH) {
+        err = KVR_JSON_ERR_DEPTH;
+        goto failed;
     }
 
     node->len = (uint32_t) (q - p);

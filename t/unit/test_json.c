@@ -237,9 +237,12 @@ test_grammar(void)
 }
 
 
-/* "[[[...]]]" of n arrays, with "1" in the middle when scalar is set */
+/*
+ * n nested arrays (or objects, each holding key "a"), with the byte
+ * scalar in the middle when it is not 0 (an object gets "[]" otherwise)
+ */
 static kvr_json_status_e
-parse_nested(size_t n, int scalar, int object)
+parse_nested(size_t n, char scalar, int object)
 {
     char               *text, *p;
     size_t              i;
@@ -263,7 +266,7 @@ parse_nested(size_t n, int scalar, int object)
     }
 
     if (scalar) {
-        *p++ = '1';
+        *p++ = scalar;
 
     } else if (object) {
         /* the innermost object must hold a value: use an empty array */
@@ -287,12 +290,15 @@ test_depth(void)
 {
     tap_is(parse_nested(2048, 0, 0), OK, "depth: 2048 arrays");
     tap_is(parse_nested(2049, 0, 0), DEPTH, "depth: 2049 arrays");
-    tap_is(parse_nested(2047, 1, 0), OK,
+    tap_is(parse_nested(2047, '1', 0), OK,
            "depth: scalar inside 2047 arrays (value depth 2048)");
-    tap_is(parse_nested(2048, 1, 0), DEPTH,
+    tap_is(parse_nested(2048, '1', 0), DEPTH,
            "depth: scalar inside 2048 arrays (value depth 2049)");
-    tap_is(parse_nested(2047, 1, 1), OK, "depth: scalar in 2047 objects");
-    tap_is(parse_nested(2048, 1, 1), DEPTH, "depth: scalar in 2048 objects");
+    tap_is(parse_nested(2048, '@', 0), SYNTAX,
+           "depth: a bad token too deep is a syntax error, as jansson");
+    tap_is(parse_nested(2047, '1', 1), OK, "depth: scalar in 2047 objects");
+    tap_is(parse_nested(2048, '1', 1), DEPTH,
+           "depth: scalar in 2048 objects");
     tap_is(parse_nested(2046, 0, 1), OK,
            "depth: [] inside 2046 objects");
     tap_is(parse_nested(2048, 0, 1), DEPTH,
