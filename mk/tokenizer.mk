@@ -38,7 +38,7 @@ TEST_TARGETS += test-tokenizer
 
 # adds a string around every code point per model (several minutes)
 test-tokenizer-full: $(TOK_CLI) $(TOK_NPM)
-	cd $(TOK_DIR) && node oracle-test.js --cli $(TOK_CLI) --count 50000 \
+	cd $(TOK_DIR) && node oracle-test.js --cli $(TOK_CLI) --count 50000 --patho \
 	    --sweep
 
 bench-tokenizer: $(TOK_BENCH) $(TOK_NPM)

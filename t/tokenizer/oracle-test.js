@@ -4,10 +4,11 @@
 // the same strings go to both, the ids must be identical line by line.
 //
 //   node oracle-test.js --cli ../../build/kvroute-tokenize [--count 20000]
-//        [--models qwen3,llama3,llama3_1] [--sweep] [--seed 1]
+//        [--models qwen3,llama3,llama3_1] [--sweep] [--patho] [--seed 1]
 //
 // --sweep adds, per model, one string around every code point (surrogates
-// excluded), in the contexts of docs/tokenizer.md 4.3.
+// excluded), in the contexts of docs/tokenizer.md 4.3; --patho adds 1 MB
+// pathological inputs (docs/tokenizer.md 4.4).
 // Exits non-zero on any mismatch and when the oracle cannot be loaded.
 
 'use strict';
@@ -22,7 +23,7 @@ const { Tokenizer } = require('tokenizers');
 
 function args() {
   const a = { cli: null, count: 20000, models: 'qwen3,llama3,llama3_1',
-    sweep: false, seed: 1 };
+    sweep: false, patho: false, seed: 1 };
   const v = process.argv.slice(2);
   for (let i = 0; i < v.length; i++) {
     if (v[i] === '--cli') a.cli = v[++i];
@@ -30,6 +31,7 @@ function args() {
     else if (v[i] === '--models') a.models = v[++i];
     else if (v[i] === '--seed') a.seed = parseInt(v[++i], 10);
     else if (v[i] === '--sweep') a.sweep = true;
+    else if (v[i] === '--patho') a.patho = true;
     else throw new Error('unknown argument ' + v[i]);
   }
   if (!a.cli) throw new Error('--cli is required');
@@ -79,6 +81,14 @@ function sweepCases() {
       "'Ve" });
   }
   return out;
+}
+
+// 1 MB runs that could make a regex engine or a BPE loop blow up
+function pathoCases() {
+  const mb = (unit) => unit.repeat(Math.ceil((1 << 20) / unit.length));
+  return [' ', '\n \n', ' \t\n\u00a0', 'a', '天', '!', '7', "'", "'s",
+    'aB3+/=', 'Ab1 ', '\u0301', 'e\u0301', '<|', '<|im_start|>',
+    '\u3000x'].map((u) => ({ text: mb(u) }));
 }
 
 async function oracle(tok, cases) {
@@ -132,6 +142,7 @@ async function main() {
     let cases = fixedCases().concat(generate(a.seed * 1000 + name.length,
       a.count, specials));
     if (a.sweep) cases = cases.concat(sweepCases());
+    if (a.patho) cases = cases.concat(pathoCases());
 
     const t0 = Date.now();
     const tok = Tokenizer.fromFile(json);
