@@ -16,6 +16,14 @@
  * entries are linked through "chain"; entries never used yet are handed
  * out from "fresh" upwards, so formatting touches only header and buckets.
  *
+ * Clearing or releasing a slot is O(1), since it happens under the lock
+ * every request takes: the slot's generation is bumped, which hides its
+ * entries from lookups at once, and its lru list is appended to the
+ * garbage list.  Garbage entries stay in their bucket chains until an
+ * entry is needed and the free list is empty; then they are unlinked and
+ * reused before any live entry is evicted.  (A u32 generation would only
+ * wrap after 2^32 clears of one slot; garbage that old is not expected.)
+ *
  * Choices the header leaves open:
  *
  *   - names longer than KVR_INDEX_NAME_LEN - 1 bytes are stored as their
@@ -49,7 +57,7 @@
 
 
 #define KVR_INDEX_MAGIC       0x5845444e4952564bULL    /* "KVRINDEX" */
-#define KVR_INDEX_VERSION     1
+#define KVR_INDEX_VERSION     2
 #define KVR_INDEX_MIN_SIZE    (64 * 1024)
 #define KVR_INDEX_MAX_ENTRIES 0xfffffff0U
 #define KVR_INDEX_ALIGN       64
@@ -69,7 +77,7 @@ typedef struct {
     uint32_t            refs;       /* exact mode references, 0 = record */
     uint16_t            slot;
     uint16_t            flags;
-    uint32_t            reserved;
+    uint32_t            gen;        /* the slot's generation at insert */
 } kvr_index_entry_t;
 
 
@@ -82,6 +90,8 @@ typedef struct {
     uint64_t            evictions;
     uint32_t            lru_head;   /* most recently used */
     uint32_t            lru_tail;   /* least recently used, evicted first */
+    uint32_t            gen;        /* bumped by clear; kept by release */
+    uint32_t            reserved;
 } kvr_index_slot_t;
 
 
@@ -95,7 +105,10 @@ struct kvr_index_s {
     uint32_t            nbuckets;
     uint32_t            bucket_mask;
     uint32_t            capacity;   /* usable entries: 1 .. capacity */
-    uint32_t            used;
+    uint32_t            used;       /* live and garbage entries */
+    uint32_t            garbage;
+    uint32_t            garbage_head;
+    uint32_t            garbage_tail;
     uint32_t            free_head;
     uint32_t            fresh;      /* lowest entry never used yet */
     uint32_t            slots_end;  /* above the highest slot ever used */
@@ -185,6 +198,7 @@ kvr_index_init(void *region, size_t size)
         && ix->bucket_mask == lo.nbuckets - 1
         && ix->capacity == lo.capacity
         && ix->used <= lo.capacity
+        && ix->garbage <= ix->used
         && ix->fresh >= 1 && ix->fresh - 1 <= lo.capacity
         && ix->slots_end <= KVR_INDEX_MAX_SLOTS)
     {
@@ -270,6 +284,9 @@ kvr_index_format(kvr_index_t *ix, size_t size, kvr_index_layout_t *lo)
     ix->bucket_mask = lo->nbuckets - 1;
     ix->capacity = lo->capacity;
     ix->used = 0;
+    ix->garbage = 0;
+    ix->garbage_head = 0;
+    ix->garbage_tail = 0;
     ix->free_head = 0;
     ix->fresh = 1;
     ix->slots_end = 0;
@@ -291,7 +308,7 @@ kvr_index_slot(kvr_index_t *ix, const char *name, size_t len)
 {
     int                i, free_slot;
     char               stored[KVR_INDEX_NAME_LEN];
-    uint32_t           stored_len;
+    uint32_t           stored_len, gen;
     kvr_index_slot_t  *s;
 
     if (name == NULL && len != 0) {
@@ -326,7 +343,11 @@ kvr_index_slot(kvr_index_t *ix, const char *name, size_t len)
 
     s = &ix->slots[free_slot];
 
+    /* the generation survives: garbage of the slot's past may remain */
+
+    gen = s->gen;
     memset(s, 0, sizeof(kvr_index_slot_t));
+    s->gen = gen;
     memcpy(s->name, stored, stored_len);
     s->name_len = stored_len;
     s->in_use = 1;
@@ -424,16 +445,19 @@ kvr_index_bucket(kvr_index_t *ix, uint64_t hash, int slot)
 static uint32_t
 kvr_index_find(kvr_index_t *ix, int slot, uint64_t hash)
 {
-    uint32_t            e;
+    uint32_t            e, gen;
     kvr_index_entry_t  *entries;
 
     entries = kvr_index_entries(ix);
+    gen = ix->slots[slot].gen;
 
     for (e = kvr_index_buckets(ix)[kvr_index_bucket(ix, hash, slot)];
          e != 0;
          e = entries[e].chain)
     {
-        if (entries[e].hash == hash && entries[e].slot == slot) {
+        if (entries[e].hash == hash && entries[e].slot == slot
+            && entries[e].gen == gen)
+        {
             return e;
         }
     }
@@ -502,15 +526,13 @@ kvr_index_lru_insert(kvr_index_t *ix, kvr_index_slot_t *s, uint32_t after,
 
 
 static void
-kvr_index_remove(kvr_index_t *ix, uint32_t e)
+kvr_index_chain_unlink(kvr_index_t *ix, uint32_t e)
 {
     uint32_t           *link;
-    kvr_index_slot_t   *s;
     kvr_index_entry_t  *entries, *en;
 
     entries = kvr_index_entries(ix);
     en = &entries[e];
-    s = &ix->slots[en->slot];
 
     link = &kvr_index_buckets(ix)[kvr_index_bucket(ix, en->hash, en->slot)];
 
@@ -524,16 +546,35 @@ kvr_index_remove(kvr_index_t *ix, uint32_t e)
         *link = en->chain;
     }
 
-    kvr_index_lru_unlink(ix, s, e);
-
-    s->blocks--;
-    ix->used--;
-
     en->hash = 0;
     en->refs = 0;
     en->flags = 0;
     en->slot = 0;
-    en->chain = ix->free_head;
+    en->gen = 0;
+    en->prev = 0;
+    en->next = 0;
+    en->chain = 0;
+}
+
+
+/* removes a live entry: its chain, its slot's lru, to the free list */
+
+static void
+kvr_index_remove(kvr_index_t *ix, uint32_t e)
+{
+    kvr_index_slot_t   *s;
+    kvr_index_entry_t  *entries;
+
+    entries = kvr_index_entries(ix);
+    s = &ix->slots[entries[e].slot];
+
+    kvr_index_lru_unlink(ix, s, e);
+    kvr_index_chain_unlink(ix, e);
+
+    s->blocks--;
+    ix->used--;
+
+    entries[e].chain = ix->free_head;
     ix->free_head = e;
 }
 
@@ -551,6 +592,24 @@ kvr_index_take_free(kvr_index_t *ix)
 
     if (ix->fresh <= ix->capacity) {
         return ix->fresh++;
+    }
+
+    /* the oldest garbage entry leaves its chain and is reused */
+
+    e = ix->garbage_head;
+
+    if (e) {
+        ix->garbage_head = kvr_index_entries(ix)[e].next;
+
+        if (ix->garbage_head == 0) {
+            ix->garbage_tail = 0;
+        }
+
+        kvr_index_chain_unlink(ix, e);
+        ix->garbage--;
+        ix->used--;
+
+        return e;
     }
 
     return 0;
@@ -612,7 +671,7 @@ kvr_index_insert(kvr_index_t *ix, int slot, uint64_t hash, uint32_t after,
     en->slot = (uint16_t) slot;
     en->refs = 0;
     en->flags = 0;
-    en->reserved = 0;
+    en->gen = s->gen;
 
     head = &kvr_index_buckets(ix)[kvr_index_bucket(ix, hash, slot)];
     en->chain = *head;
@@ -950,15 +1009,36 @@ kvr_index_clear_slot(kvr_index_t *ix, int slot)
         return;
     }
 
-    while (s->lru_head) {
-        kvr_index_remove(ix, s->lru_head);
+    /* lookups ignore entries of an older generation from now on */
+
+    s->gen++;
+
+    if (s->lru_head == 0) {
+        return;
     }
+
+    /* the garbage list is singly linked through "next" */
+
+    if (ix->garbage_tail) {
+        kvr_index_entries(ix)[ix->garbage_tail].next = s->lru_head;
+
+    } else {
+        ix->garbage_head = s->lru_head;
+    }
+
+    ix->garbage_tail = s->lru_tail;
+    ix->garbage += (uint32_t) s->blocks;
+
+    s->lru_head = 0;
+    s->lru_tail = 0;
+    s->blocks = 0;
 }
 
 
 void
 kvr_index_release_slot(kvr_index_t *ix, int slot)
 {
+    uint32_t           gen;
     kvr_index_slot_t  *s;
 
     s = kvr_index_slot_get(ix, slot);
@@ -969,14 +1049,16 @@ kvr_index_release_slot(kvr_index_t *ix, int slot)
 
     kvr_index_clear_slot(ix, slot);
 
+    gen = s->gen;
     memset(s, 0, sizeof(kvr_index_slot_t));
+    s->gen = gen;
 }
 
 
 void
 kvr_index_stats(kvr_index_t *ix, kvr_index_stats_t *stats)
 {
-    stats->entries = ix->used;
+    stats->entries = ix->used - ix->garbage;
     stats->capacity = ix->capacity;
     stats->evictions_full = ix->evictions_full;
 }
@@ -1057,7 +1139,7 @@ kvr_index_verify(kvr_index_t *ix)
             }
 
             if (entries[e].prev != prev || entries[e].slot != i
-                || entries[e].flags != 0)
+                || entries[e].flags != 0 || entries[e].gen != s->gen)
             {
                 return -5;
             }
@@ -1076,7 +1158,7 @@ kvr_index_verify(kvr_index_t *ix)
         total += n;
     }
 
-    if (total != ix->used) {
+    if (ix->garbage > ix->used || total != ix->used - ix->garbage) {
         return -8;
     }
 
@@ -1088,8 +1170,9 @@ kvr_index_verify(kvr_index_t *ix)
                 return -9;
             }
 
-            if (kvr_index_bucket(ix, entries[e].hash, entries[e].slot) != b
-                || !ix->slots[entries[e].slot].in_use)
+            if (entries[e].slot >= KVR_INDEX_MAX_SLOTS
+                || kvr_index_bucket(ix, entries[e].hash, entries[e].slot)
+                   != b)
             {
                 return -10;
             }
@@ -1110,6 +1193,27 @@ kvr_index_verify(kvr_index_t *ix)
 
     if (nfree + ix->used != ix->fresh - 1) {
         return -13;
+    }
+
+    /* garbage: hidden from lookups by an older generation */
+
+    n = 0;
+    prev = 0;
+
+    for (e = ix->garbage_head; e != 0; e = entries[e].next) {
+        if (e >= ix->fresh || ++n > ix->garbage) {
+            return -14;
+        }
+
+        if (entries[e].gen == ix->slots[entries[e].slot].gen) {
+            return -15;
+        }
+
+        prev = e;
+    }
+
+    if (n != ix->garbage || prev != ix->garbage_tail) {
+        return -16;
     }
 
     return 0;

@@ -618,6 +618,29 @@ test_full(void)
     tap_is(slot_blocks(ix, s1), st.capacity, "... and nothing else");
     tap_is(kvr_index_verify(ix), 0, "sequence > region, tail: verifies");
 
+    /* cleared entries are reused before any live entry is evicted */
+
+    kvr_index_clear_slot(ix, s0);
+    kvr_index_clear_slot(ix, s1);
+    seq_fill(h, st.capacity, 5000000);
+    kvr_index_record(ix, s0, h, st.capacity);
+    kvr_index_clear_slot(ix, s0);
+    kvr_index_stats(ix, &st);
+    base = st.evictions_full;
+    tap_is(st.entries, 0, "cleared: no entries");
+    tap_is(kvr_index_match(ix, s0, h, 10), 0, "cleared: nothing matches");
+    seq_fill(h, st.capacity, 6000000);
+    tap_is(kvr_index_record(ix, s1, h, st.capacity), 0,
+           "cleared entries reused: nothing evicted");
+    kvr_index_stats(ix, &st);
+    tap_ok(st.evictions_full == base && st.entries == st.capacity
+           && kvr_index_match(ix, s1, h, st.capacity) == st.capacity,
+           "cleared entries reused: region full of s1");
+    seq_fill(h, st.capacity, 5000000);
+    tap_is(kvr_index_match(ix, s0, h, st.capacity), 0,
+           "cleared entries stay hidden");
+    tap_is(kvr_index_verify(ix), 0, "reuse of cleared: verifies");
+
     /* many inserts into three slots: never fails, counts add up */
 
     kvr_index_clear_slot(ix, s0);
