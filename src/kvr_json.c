@@ -168,7 +168,7 @@ kvr_json_run(kvr_json_doc_t *doc, unsigned flags)
     kvr_json_node_t      *node;
     kvr_json_status_e     err;
     const unsigned char  *base, *p, *e, *q;
-    kvr_json_open_t       open[KVR_JSON_MAX_DEPTH];
+    kvr_json_open_t       opened[KVR_JSON_MAX_DEPTH];
 
     base = (const unsigned char *) doc->input;
     p = base;
@@ -214,8 +214,8 @@ value:
         }
 
         node->info = (*p == '{') ? KVR_JSON_OBJECT : KVR_JSON_ARRAY;
-        open[depth].node = n;
-        open[depth].count = 0;
+        opened[depth].node = n;
+        opened[depth].count = 0;
         depth++;
         n++;
         p++;
@@ -303,7 +303,7 @@ next:
         goto done;
     }
 
-    open[depth - 1].count++;
+    opened[depth - 1].count++;
 
     while (p < e && kvr_json_ws[*p]) {
         p++;
@@ -313,7 +313,7 @@ next:
         goto failed;
     }
 
-    node = &doc->nodes[open[depth - 1].node];
+    node = &doc->nodes[opened[depth - 1].node];
 
     if (*p == ',') {
         p++;
@@ -383,10 +383,10 @@ close:
 
     /* p is at the closing bracket of the innermost open container */
     depth--;
-    node = &doc->nodes[open[depth].node];
+    node = &doc->nodes[opened[depth].node];
     node->len = (uint32_t) (p + 1 - base) - node->off;
     node->end = n;
-    node->info |= open[depth].count << KVR_JSON_COUNT_SHIFT;
+    node->info |= opened[depth].count << KVR_JSON_COUNT_SHIFT;
     p++;
     goto next;
 

@@ -725,6 +725,120 @@ test_paths(void)
 }
 
 
+/*
+ * tools / tool_calls since kvr_json: keys sorted, whitespace outside
+ * strings dropped, repeated keys reduced to the last, scalars raw
+ */
+static void
+test_tools_rendering(void)
+{
+    char                 body[1024], want[1024], *p, *w;
+    int                  c;
+    kvr_request_t        a, b;
+    kvr_parse_status_e   ra, rb;
+
+    check_text(CHAT,
+               "{\"tools\": [ {\"b\" : 1 ,\n\t\"a\" : \"x y\" } , [ ] ],"
+               "\"messages\":[{\"content\":\"hi\"}]}",
+               "<|tools|>[{\"a\":\"x y\",\"b\":1},[]]\n"
+               "<|im_start|>user\nhi<|im_end|>\n",
+               "tools: whitespace outside strings dropped, keys sorted");
+
+    check_text(CHAT,
+               "{\"tools\":[{\"a\":1,\"c\":{},\"a\":[2]}],"
+               "\"messages\":[{\"content\":\"hi\"}]}",
+               "<|tools|>[{\"a\":[2],\"c\":{}}]\n"
+               "<|im_start|>user\nhi<|im_end|>\n",
+               "tools: a repeated key keeps its last value");
+
+    check_text(CHAT,
+               "{\"tools\":[{\"d\":\"\\u00e9\",\"n\":1.50E+1}],"
+               "\"messages\":[{\"content\":\"hi\"}]}",
+               "<|tools|>[{\"d\":\"\\u00e9\",\"n\":1.50E+1}]\n"
+               "<|im_start|>user\nhi<|im_end|>\n",
+               "tools: strings and numbers as the client wrote them");
+
+    check_text(CHAT,
+               "{\"tools\":[{\"\\u0062\":1,\"a\":2}],"
+               "\"messages\":[{\"content\":\"hi\"}]}",
+               "<|tools|>[{\"a\":2,\"\\u0062\":1}]\n"
+               "<|im_start|>user\nhi<|im_end|>\n",
+               "tools: an escaped key sorts by its decoded text");
+
+    /* 20 keys "t".."a" in reverse: the merge sort path */
+    p = body;
+    w = want;
+    p += sprintf(p, "{\"tools\":[{");
+    w += sprintf(w, "<|tools|>[{");
+
+    for (c = 't'; c >= 'a'; c--) {
+        p += sprintf(p, "%s\"%c\":%d", c == 't' ? "" : ",", c, c);
+    }
+
+    for (c = 'a'; c <= 't'; c++) {
+        w += sprintf(w, "%s\"%c\":%d", c == 'a' ? "" : ",", c, c);
+    }
+
+    sprintf(p, "}],\"messages\":[{\"content\":\"hi\"}]}");
+    sprintf(w, "}]\n<|im_start|>user\nhi<|im_end|>\n");
+    check_text(CHAT, body, want, "tools: 20 keys sorted");
+
+    ra = parse(&a, CHAT,
+               "{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":"
+               "[{\"id\":\"1\",\"function\":{\"name\":\"f\","
+               "\"arguments\":\"{}\"}}]}]}", BIG);
+    rb = parse(&b, CHAT,
+               "{\"messages\":[{\"tool_calls\":[{\"function\":"
+               "{\"arguments\" : \"{}\", \"name\":\"f\"}, \"id\":\"1\"}],"
+               "\"role\":\"assistant\"}]}", BIG);
+    tap_ok(ra == KVR_PARSE_OK && rb == KVR_PARSE_OK
+           && a.text_len == b.text_len
+           && memcmp(a.text, b.text, a.text_len) == 0,
+           "tool_calls: key order and spacing do not change the text");
+    kvr_request_free(&a);
+    kvr_request_free(&b);
+}
+
+
+static void
+test_escapes_and_keys(void)
+{
+    /* "<|im_start|>user\n" + 4 bytes + "<|im_end|>\n": 12 + 5 + 4 + 11 */
+    check_text(CHAT,
+               "{\"messages\":[{\"content\":\"\\u00e9\\u00e9\"}]}",
+               "<|im_start|>user\n\xc3\xa9\xc3\xa9<|im_end|>\n",
+               "escapes: content decoded in the rendering");
+    check_status(CHAT, "{\"messages\":[{\"content\":\"\\u00e9\\u00e9\"}]}",
+                 32, KVR_PARSE_OK, "escapes: decoded length at max_prompt");
+    check_status(CHAT, "{\"messages\":[{\"content\":\"\\u00e9\\u00e9\"}]}",
+                 31, KVR_PARSE_TOO_LARGE,
+                 "escapes: decoded length over max_prompt");
+    check_text(CHAT,
+               "{\"messages\":[{\"role\":\"\\u0075ser\",\"con\\u0074ent\":"
+               "\"a\\nb\\ud83d\\ude00\"}]}",
+               "<|im_start|>user\na\nb\xf0\x9f\x98\x80<|im_end|>\n",
+               "escapes: escaped role and key, surrogate pair");
+    check_text(COMPL, "{\"prompt\":\"\\u00e9\\u00e9\\u00e9\"}",
+               "\xc3\xa9\xc3\xa9\xc3\xa9", "escapes: completions decoded");
+    check_status(COMPL, "{\"prompt\":\"\\u00e9\\u00e9\\u00e9\"}", 6,
+                 KVR_PARSE_OK, "escapes: decoded prompt at max_prompt");
+    check_status(COMPL, "{\"prompt\":\"\\u00e9\\u00e9\\u00e9\"}", 5,
+                 KVR_PARSE_TOO_LARGE, "escapes: decoded prompt over max");
+
+    /* python accepts "\u0000" in keys; jansson did not */
+    check_text(COMPL, "{\"a\\u0000\":1,\"prompt\":\"x\"}", "x",
+               "keys: \\u0000 inside a key accepted");
+    check_status(COMPL, "{\"t\":1e400,\"prompt\":\"x\"}", BIG,
+                 KVR_PARSE_NOT_JSON, "numbers: 1e400 is not-json as before");
+    check_status(COMPL, "{\"prompt\":\"\\ud800\"}", BIG, KVR_PARSE_NOT_JSON,
+                 "escapes: lone surrogate is not-json");
+    check_status(COMPL, "{\"prompt\":\"x\"}\xff", BIG,
+                 KVR_PARSE_INVALID_UTF8, "utf8: bad byte after the body");
+    check_status(COMPL, "{\"prompt\":\"x\"}\xc3\xa9", BIG,
+                 KVR_PARSE_NOT_JSON, "utf8: valid character after the body");
+}
+
+
 int
 main(void)
 {
@@ -738,6 +852,8 @@ main(void)
     test_large();
     test_free_and_names();
     test_paths();
+    test_tools_rendering();
+    test_escapes_and_keys();
 
     return tap_done();
 }
