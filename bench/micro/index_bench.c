@@ -6,7 +6,8 @@
  *   (a) record() of 150-hash sequences per second,
  *   (b) match_slots() latency for 6 slots x 150 hashes, 1M entries,
  *   (c) add_ref() / remove_ref() blocks per second, one core,
- *   (d) bytes per entry.
+ *   (d) bytes per entry,
+ *   (e) clear_slot of a full slot.
  * Throughput figures are per cpu second of the benchmark thread.
  *
  * cc -O2 -Isrc bench/micro/index_bench.c src/kvr_index.c -o /tmp/ib
@@ -134,14 +135,15 @@ latency(const char *what, kvr_index_t *ix, int *slots, uint64_t *seqs,
 int
 main(void)
 {
-    int                 slots[NSLOTS], i;
-    char                name[16];
-    void               *region;
-    size_t              s, nseqs, n, evicted;
-    double              t0, dt, *t;
-    uint64_t           *seqs, *fresh, seq[SEQ_LEN];
-    kvr_index_t        *ix;
-    kvr_index_stats_t   st;
+    int                     slots[NSLOTS], i;
+    char                    name[16];
+    void                   *region;
+    size_t                  s, nseqs, n, evicted;
+    double                  t0, dt, *t;
+    uint64_t               *seqs, *fresh, seq[SEQ_LEN];
+    kvr_index_t            *ix;
+    kvr_index_stats_t       st;
+    kvr_index_slot_info_t   info;
 
     /* like an nginx zone: shared, anonymous, mapped before fork */
 
@@ -257,10 +259,18 @@ main(void)
         kvr_index_slot_set_capacity(ix, slots[i], 0);
     }
 
-    /* rebuild exactly: 1M entries, the shared sequences in all slots */
+    /*
+     * rebuild exactly, in a freshly formatted region (no garbage of
+     * cleared slots in the chains): 1M entries, the shared sequences in
+     * all slots
+     */
+
+    memset(region, 0, 64);
+    ix = kvr_index_init(region, REGION_SIZE);
 
     for (i = 0; i < NSLOTS; i++) {
-        kvr_index_clear_slot(ix, slots[i]);
+        snprintf(name, sizeof(name), "10.0.0.%d:8000", i + 1);
+        slots[i] = kvr_index_slot(ix, name, strlen(name));
     }
 
     for (s = 0; s < nseqs; s++) {
@@ -343,6 +353,15 @@ main(void)
     printf("(c) add_ref, region full:    %6.2f M blocks/s  "
            "(%llu evicted full)\n", n / dt / 1e6,
            (unsigned long long) st.evictions_full);
+
+    /* clearing a slot (AllBlocksCleared, a restarted server) */
+
+    kvr_index_slot_info(ix, slots[0], &info);
+    t0 = now();
+    kvr_index_clear_slot(ix, slots[0]);
+    dt = now() - t0;
+    printf("(e) clear_slot of %llu blocks: %.2f us\n",
+           (unsigned long long) info.blocks, dt * 1e6);
 
     free(t);
     free(fresh);
