@@ -29,6 +29,7 @@
 typedef struct {
     uint32_t             node;
     uint32_t             count;
+    uint32_t             object;    /* 1 for an object, 0 for an array */
 } kvr_json_open_t;
 
 
@@ -164,6 +165,7 @@ kvr_json_status_name(kvr_json_status_e status)
 static kvr_json_status_e
 kvr_json_run(kvr_json_doc_t *doc, unsigned flags)
 {
+    int                   roomy, overflow;
     uint32_t              n, cap, info, depth;
     kvr_json_node_t      *node;
     kvr_json_status_e     err;
@@ -177,6 +179,8 @@ kvr_json_run(kvr_json_doc_t *doc, unsigned flags)
     cap = doc->cap;
     depth = 0;
     err = KVR_JSON_ERR_SYNTAX;
+    roomy = (cap > 0 && cap >= doc->len / 2 + 2);
+    overflow = 0;
 
 value:
 
@@ -189,8 +193,17 @@ value:
     }
 
     if (n == cap) {
-        err = KVR_JSON_ERR_TOO_BIG;
-        goto failed;
+        if (!roomy) {
+            err = KVR_JSON_ERR_TOO_BIG;
+            goto failed;
+        }
+
+        /*
+         * a valid document fits len / 2 + 2 nodes: this one is invalid,
+         * go on validating into the last slot to find out why
+         */
+        overflow = 1;
+        n = cap - 1;
     }
 
     node = &doc->nodes[n];
@@ -216,6 +229,7 @@ value:
         node->info = (*p == '{') ? KVR_JSON_OBJECT : KVR_JSON_ARRAY;
         opened[depth].node = n;
         opened[depth].count = 0;
+        opened[depth].object = (node->info == KVR_JSON_OBJECT);
         depth++;
         n++;
         p++;
@@ -313,12 +327,10 @@ next:
         goto failed;
     }
 
-    node = &doc->nodes[opened[depth - 1].node];
-
     if (*p == ',') {
         p++;
 
-        if (node->info == KVR_JSON_OBJECT) {
+        if (opened[depth - 1].object) {
             while (p < e && kvr_json_ws[*p]) {
                 p++;
             }
@@ -333,7 +345,7 @@ next:
         goto value;
     }
 
-    if (*p == ((node->info == KVR_JSON_OBJECT) ? '}' : ']')) {
+    if (*p == (opened[depth - 1].object ? '}' : ']')) {
         goto close;
     }
 
@@ -347,8 +359,17 @@ key:
     }
 
     if (n == cap) {
-        err = KVR_JSON_ERR_TOO_BIG;
-        goto failed;
+        if (!roomy) {
+            err = KVR_JSON_ERR_TOO_BIG;
+            goto failed;
+        }
+
+        /*
+         * a valid document fits len / 2 + 2 nodes: this one is invalid,
+         * go on validating into the last slot to find out why
+         */
+        overflow = 1;
+        n = cap - 1;
     }
 
     q = kvr_json_string(p, e, &info, &err);
@@ -398,6 +419,12 @@ done:
 
     if (p != e) {
         goto bad_byte;
+    }
+
+    if (overflow) {
+        /* cannot happen, by the bound above; never pass bad nodes on */
+        err = KVR_JSON_ERR_TOO_BIG;
+        goto failed;
     }
 
     doc->n_nodes = n;

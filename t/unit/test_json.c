@@ -360,6 +360,21 @@ test_nodes(void)
            "nodes: dense object");
     kvr_json_free(d);
 
+    /*
+     * an invalid document may outgrow len / 2 + 2 nodes: its own error
+     * is still found ("[" * 2049 + "]" * 900 is too deep, not too big)
+     */
+    memset(text, '[', 2049);
+    memset(text + 2049, ']', 900);
+    tap_is(parse_n(text, 2949, 0), DEPTH,
+           "nodes: unbalanced and too deep is too deep");
+    memcpy(text + 1500, "\"\xff\"", 3);
+    tap_is(parse_n(text, 1503, 0), UTF8,
+           "nodes: unbalanced, then bad UTF-8, is bad UTF-8");
+    memset(text + 1500, '!', 1);
+    tap_is(parse_n(text, 2949, 0), SYNTAX,
+           "nodes: unbalanced, then a bad byte, is syntax");
+
     free(text);
 
     /* over the global cap of 1 << 20 nodes */
