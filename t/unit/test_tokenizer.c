@@ -84,6 +84,46 @@ write_tiny(const char *normalizer, const char *regex, const char *fallback,
 
 
 static kvr_tokenizer_t *
+load_tiny_config(const char *post, const char *config, char *err,
+    size_t errlen)
+{
+    int               fd;
+    char              config_path[64];
+    FILE             *f;
+    kvr_tokenizer_t  *tk;
+
+    if (write_tiny("null", QWEN_RE, "false", "false", post) != 0) {
+        snprintf(err, errlen, "cannot write %s", tiny_path);
+        return NULL;
+    }
+
+    config_path[0] = '\0';
+
+    if (config != NULL) {
+        strcpy(config_path, "/tmp/kvr_tok_config_XXXXXX");
+        fd = mkstemp(config_path);
+        f = (fd >= 0) ? fdopen(fd, "w") : NULL;
+
+        if (f == NULL || fputs(config, f) < 0 || fclose(f) != 0) {
+            snprintf(err, errlen, "cannot write %s", config_path);
+            unlink(tiny_path);
+            return NULL;
+        }
+    }
+
+    tk = kvr_tokenizer_load(tiny_path, config ? config_path : NULL, err,
+                            errlen);
+    unlink(tiny_path);
+
+    if (config != NULL) {
+        unlink(config_path);
+    }
+
+    return tk;
+}
+
+
+static kvr_tokenizer_t *
 load_tiny(const char *normalizer, const char *regex, const char *fallback,
     const char *ignore, const char *post, char *err, size_t errlen)
 {
@@ -276,6 +316,39 @@ test_tiny(void)
     tap_ok(tk != NULL && ids_are(tk, "a", 1, IDS(9, 0, 11))
            && ids_are(tk, "a", 0, IDS(0)),
            "tiny: template adds its tokens only with add_special_tokens");
+    kvr_tokenizer_free(tk);
+
+    /* tokenizer_config: explicit add_bos_token / add_eos_token win */
+    tk = load_tiny_config("null", "{\"add_bos_token\": true, "
+                          "\"bos_token\": {\"content\": \"<|x|>\"}, "
+                          "\"add_eos_token\": true, "
+                          "\"eos_token\": \"<|xy|>\", "
+                          "\"model_max_length\": 1e30}", err, sizeof(err));
+    tap_ok(tk != NULL && ids_are(tk, "a", 1, IDS(9, 0, 11)),
+           "config: add_bos_token / add_eos_token build the template");
+    kvr_tokenizer_free(tk);
+
+    tk = load_tiny_config("{\"type\": \"TemplateProcessing\", \"single\": ["
+                          "{\"SpecialToken\": {\"id\": \"<|x|>\"}},"
+                          "{\"Sequence\": {\"id\": \"A\"}}], "
+                          "\"special_tokens\": {\"<|x|>\": {\"ids\": [9]}}}",
+                          "{\"add_bos_token\": false, \"bos_token\": null}",
+                          err, sizeof(err));
+    tap_ok(tk != NULL && ids_are(tk, "a", 1, IDS(0)),
+           "config: add_bos_token false drops the template's BOS");
+    kvr_tokenizer_free(tk);
+
+    tk = load_tiny_config("null", "{\"add_bos_token\": true, "
+                          "\"bos_token\": \"<nope>\"}", err, sizeof(err));
+    tap_ok(tk == NULL && strstr(err, "bos_token") != NULL,
+           "config: add_bos_token with an unknown bos_token refused");
+    kvr_tokenizer_free(tk);
+
+    tk = load_tiny_config("null", "{\"split_special_tokens\": true}", err,
+                          sizeof(err));
+    /* <|x|> becomes text (its bytes have no tokens here), <|x stays */
+    tap_ok(tk != NULL && ids_are(tk, "a<|x|>b<|x", 0, IDS(0, 1, 10)),
+           "config: split_special_tokens skips special matches only");
     kvr_tokenizer_free(tk);
 
     /* refusals */
