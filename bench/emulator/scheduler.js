@@ -16,10 +16,14 @@
 
 const { extendBlockHashes } = require('./kv_cache');
 
+// Calibrated against the seed's round-robin tables (6 workers, two per GPU,
+// token-id prompts): TTFT p50 33/98 ms at concurrency 4 and 75/139 ms at 16
+// for 2/24 prefix types, 19.9/16.6 requests/s at 16 (seed: 41/113, 74/199,
+// 19.1/14.3). See bench/README.md.
 const DEFAULT_TIMING = {
-  baseUs: 12000,
-  prefillUsPerToken: 32,
-  decodeUsPerSeq: 1000,
+  baseUs: 20000,
+  prefillUsPerToken: 38,
+  decodeUsPerSeq: 10000,
   maxBatchedTokens: 8192,
   maxNumSeqs: 256,
   timeScale: 1,

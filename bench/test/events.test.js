@@ -25,6 +25,7 @@ class Sub {
     this.loop = (async () => {
       try {
         for await (const frames of this.sock) {
+          if (this.msgs.length === 0) this.firstAt = Date.now();
           this.msgs.push(frames);
           for (const w of this.waiters.splice(0)) w();
         }
@@ -226,6 +227,27 @@ test('replay over a DEALER socket returns buffered batches and the end marker', 
     assert.equal(batch[1][0][0], 'BlockStored');
     assert.equal(replies[1][2].length, 0);
   } finally {
+    await emu.stop();
+  }
+});
+
+test('BlockStored is published when the prefill is scheduled, before its first token', async () => {
+  // a 100-token prefill takes 1 + 100 * 3 ms = ~301 ms
+  const emu = await startEmulator(['--kv-events', 'zmq', '--time-scale', '1', '--base-us', '1000',
+    '--prefill-us-per-token', '3000', '--decode-us-per-seq', '0']);
+  const sub = new Sub(emu.eventsPort);
+  try {
+    await sleep(300);
+    const t0 = Date.now();
+    const r = await postJson(emu.basePort, '/v1/completions', { prompt: tokens(8, 100), max_tokens: 1 });
+    const tDone = Date.now() - t0;
+    assert.equal(r.status, 200);
+    await sub.waitFor(1);
+    assert.ok(tDone >= 250, `response after ${tDone} ms`);
+    // the subscriber recorded the message long before the response came
+    assert.ok(sub.firstAt - t0 < tDone - 150, `event at ${sub.firstAt - t0} ms, response at ${tDone} ms`);
+  } finally {
+    sub.close();
     await emu.stop();
   }
 });

@@ -75,7 +75,7 @@ function kvbench(args) {
 
 const haveNginx = fs.existsSync(NGINX);
 
-test('kvbench run through nginx: round_robin and hash', { skip: !haveNginx && 'no nginx' }, async () => {
+test('kvbench run through nginx: round_robin (token ids) and hash (text)', { skip: !haveNginx && 'no nginx' }, async () => {
   const base = 40000 + Math.floor(Math.random() * 2000) * 10;
   const common = ['--workers', '2', '--prefixes', '3', '--concurrency', '2', '--requests', '12',
     '--seed', '5', '--time-scale', '20', '--json', '--port', String(base), '--base-port', String(base + 1)];
@@ -94,7 +94,7 @@ test('kvbench run through nginx: round_robin and hash', { skip: !haveNginx && 'n
 
   // hash pins a prefix type to one engine; 3 prefixes fit in one cache, so
   // only the first request of each type misses
-  const h = await kvbench(['run', '--router', 'hash', ...common]);
+  const h = await kvbench(['run', '--router', 'hash', '--prompt-form', 'text', ...common]);
   assert.equal(h.code, 0, h.stderr);
   const hj = JSON.parse(h.stdout.trim().split('\n').pop());
   assert.equal(hj.engines_per_prefix, 1);
