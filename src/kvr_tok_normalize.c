@@ -110,9 +110,46 @@ kvr_nfc_segment(kvr_nfc_buf_t *buf, const uint8_t *s, size_t len)
 
 
 int
+kvr_tok_nfc_inert(uint32_t cp)
+{
+    const utf8proc_property_t  *prop;
+
+    /* conjoining jamo compose algorithmically, not through comb_index */
+    if (cp >= 0x1100 && cp <= 0x11ff) {
+        return 0;
+    }
+
+    prop = utf8proc_get_property((utf8proc_int32_t) cp);
+
+    if (prop->combining_class != 0) {
+        return 0;
+    }
+
+    /* a canonical (not compatibility) decomposition */
+    if (prop->decomp_seqindex != UINT16_MAX && prop->decomp_type == 0) {
+        return 0;
+    }
+
+    /* the second code point of a primary composition */
+    if (prop->comb_index != UINT16_MAX && prop->comb_index >= 0x8000) {
+        return 0;
+    }
+
+    return 1;
+}
+
+
+/*
+ * An inert code point is a safe boundary: NFC of the text before it does
+ * not depend on it or on anything after it.  Only runs that hold a
+ * non-inert code point go through utf8proc, starting at the last
+ * boundary; pass-through code points are boundaries copied unchanged.
+ */
+int
 kvr_tok_nfc(const uint8_t *s, size_t len, uint8_t **out, size_t *out_len)
 {
-    size_t         i, n, seg;
+    int            dirty, inert, opaque;
+    size_t         i, n, seg, run;
     uint32_t       cp;
     kvr_nfc_buf_t  buf;
 
@@ -127,46 +164,68 @@ kvr_tok_nfc(const uint8_t *s, size_t len, uint8_t **out, size_t *out_len)
     buf.len = 0;
     buf.cap = 0;
 
-    seg = 0;
+    seg = 0;      /* the first byte not yet in buf */
+    run = 0;      /* the last boundary */
+    dirty = 0;
     i = 0;
 
-    while (i < len) {
-        if (s[i] < 0x80) {
-            i++;
+    while (i <= len) {
+
+        if (i == len) {
+            cp = 0;
+            n = 1;
+            inert = 1;
+
+        } else if (s[i] < 0x80) {
+            cp = s[i];
+            n = 1;
+            inert = 1;
+
+        } else {
+            n = kvr_tok_utf8_decode(s + i, len - i, &cp);
+            if (n == 0) {
+                goto failed;
+            }
+
+            inert = kvr_tok_nfc_inert(cp);
+        }
+
+        opaque = (cp >= 0x7fd
+                  && kvr_tok_in_ranges(kvr_tok_nfc_passthrough,
+                                       kvr_tok_nfc_passthrough_n, cp));
+        if (opaque) {
+            inert = 1;
+        }
+
+        if (!inert) {
+            dirty = 1;
+            i += n;
             continue;
         }
 
-        n = kvr_tok_utf8_decode(s + i, len - i, &cp);
-        if (n == 0) {
-            goto failed;
-        }
-
-        if (cp >= 0x7fd
-            && kvr_tok_in_ranges(kvr_tok_nfc_passthrough,
-                                 kvr_tok_nfc_passthrough_n, cp))
-        {
-            if (kvr_nfc_segment(&buf, s + seg, i - seg) != 0
-                || kvr_nfc_append(&buf, s + i, n) != 0)
+        if (dirty) {
+            if (kvr_nfc_append(&buf, s + seg, run - seg) != 0
+                || kvr_nfc_segment(&buf, s + run, i - run) != 0)
             {
                 goto failed;
             }
 
-            seg = i + n;
+            seg = i;
+            dirty = 0;
         }
 
+        /* a pass-through code point is opaque: the next run starts after */
+        run = opaque ? i + n : i;
         i += n;
     }
 
-    if (kvr_nfc_segment(&buf, s + seg, len - seg) != 0) {
-        goto failed;
+    if (buf.data == NULL) {
+        /* every run was inert: NFC leaves the text unchanged */
+        return 0;
     }
 
-    if (buf.data == NULL) {
-        /* empty result of a non-empty input cannot happen; be safe */
-        buf.data = malloc(1);
-        if (buf.data == NULL) {
-            return -1;
-        }
+    if (kvr_nfc_append(&buf, s + seg, len - seg) != 0) {
+        goto failed;
     }
 
     *out = buf.data;

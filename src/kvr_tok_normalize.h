@@ -18,9 +18,18 @@
 int kvr_tok_nfc_check_version(char *err, size_t errlen);
 
 /*
- * NFC of valid UTF-8 s.  Returns 0 with *out NULL when s is unchanged (no
- * byte >= 0xCC: every code point is below U+0300), 0 with a malloc'ed *out
- * of *out_len bytes otherwise, or -1 on failure.
+ * 1 when NFC can neither change cp nor combine it with what precedes it:
+ * combining class 0, no canonical decomposition, not the second code point
+ * of a composition (utf8proc's Unicode 15 data; for such code points
+ * Unicode 9 agrees, as these properties are stable).
+ */
+int kvr_tok_nfc_inert(uint32_t cp);
+
+/*
+ * NFC of valid UTF-8 s.  Returns 0 with *out NULL when s is unchanged
+ * (e.g. no byte >= 0xCC: every code point is below U+0300, or every code
+ * point is inert), 0 with a malloc'ed *out of *out_len bytes otherwise, or
+ * -1 on failure.
  */
 int kvr_tok_nfc(const uint8_t *s, size_t len, uint8_t **out,
     size_t *out_len);

@@ -98,10 +98,12 @@ function sweepCases() {
   for (let c = 0; c < 0x110000; c++) {
     if (c >= 0xd800 && c <= 0xdfff) continue;
     const x = String.fromCodePoint(c);
+    // regex contexts, then NFC contexts (docs/tokenizer.md 8)
     out.push({ text: 'x' + x + 'y ' + x + '1' + x + '\n' + x + ' ' + x + x +
       "'s " + x + '  a\'' + x + x + '\t' + x + '\n' + "'" + x + "a '" + x +
       x + 'x 1' + x + x + x + '2' + x + ' ' + x + "'S'LL" + x + "'ſa" + x +
-      "'Ve" });
+      "'Ve " + x.normalize('NFD') + ' a\u0301' + x + ' ' + x + '\u0334 e' +
+      x + '\u0323' });
   }
   return out;
 }

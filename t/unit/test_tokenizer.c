@@ -12,10 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <utf8proc.h>
 
 #include "tap.h"
 #include "kvr_tokenizer.h"
 #include "kvr_tok_bpe.h"
+#include "kvr_tok_normalize.h"
 #include "kvr_tok_pretok.h"
 #include "kvr_tok_unicode.h"
 
@@ -220,6 +222,122 @@ test_utf8(void)
            && !kvr_tok_in_ranges(kvr_tok_white_space, kvr_tok_white_space_n,
                                  0x200b),
            "white space: U+0085 in, U+180E and U+200B out");
+}
+
+
+/*
+ * The NFC fast path treats "inert" code points as boundaries.  Check that
+ * definition against utf8proc's decomposition mappings, a different table
+ * than the one kvr_tok_nfc_inert() reads: no inert code point decomposes
+ * (Hangul syllables aside: NFC recomposes them) or appears after the first
+ * place of the canonical decomposition of a composite that NFC recomposes
+ * (so it cannot be the second of a composition).
+ */
+static void
+test_nfc_inert(void)
+{
+    int                 opt;
+    size_t              n_inert, bad;
+    uint8_t            *second;
+    uint32_t            cp;
+    utf8proc_int32_t    dec[32];
+    utf8proc_ssize_t    n, k;
+
+    second = calloc(0x110000, 1);
+    if (second == NULL) {
+        tap_ok(0, "nfc: out of memory");
+        return;
+    }
+
+    opt = UTF8PROC_DECOMPOSE;
+
+    for (cp = 0; cp < 0x110000; cp++) {
+        if (utf8proc_get_property((utf8proc_int32_t) cp)->comp_exclusion) {
+            continue;
+        }
+
+        n = utf8proc_decompose_char((utf8proc_int32_t) cp, dec, 32, opt,
+                                    NULL);
+        for (k = 1; k < n && k < 32; k++) {
+            second[dec[k]] = 1;
+        }
+    }
+
+    n_inert = 0;
+    bad = 0;
+
+    for (cp = 0; cp < 0x110000; cp++) {
+        if (cp >= 0xd800 && cp <= 0xdfff) {
+            continue;
+        }
+
+        if (!kvr_tok_nfc_inert(cp)) {
+            continue;
+        }
+
+        n_inert++;
+        n = utf8proc_decompose_char((utf8proc_int32_t) cp, dec, 32, opt,
+                                    NULL);
+
+        if (cp >= 0xac00 && cp <= 0xd7a3) {
+            n = 1;
+            dec[0] = (utf8proc_int32_t) cp;
+        }
+
+        if (second[cp] || n != 1 || dec[0] != (utf8proc_int32_t) cp
+            || (cp >= 0x1161 && cp <= 0x11c2))
+        {
+            if (bad++ < 5) {
+                printf("# not inert: U+%04X\n", cp);
+            }
+        }
+    }
+
+    free(second);
+
+    tap_ok(bad == 0 && n_inert > 200000,
+           "nfc: %zu inert code points, none decomposes or composes",
+           n_inert);
+    tap_ok(!kvr_tok_nfc_inert(0x301) && !kvr_tok_nfc_inert(0xb3e)
+           && !kvr_tok_nfc_inert(0x212b) && !kvr_tok_nfc_inert(0x1161)
+           && kvr_tok_nfc_inert('e') && kvr_tok_nfc_inert(0x4e00)
+           && kvr_tok_nfc_inert(0xff0c),
+           "nfc: marks, second starters, singletons and jamo are not inert");
+}
+
+
+static void
+test_nfc(void)
+{
+    size_t    len;
+    uint8_t  *out;
+
+    /* e + U+0301 composes to U+00E9; a CJK text stays as it is */
+    tap_ok(kvr_tok_nfc((const uint8_t *) "xe\xcc\x81y", 5, &out, &len) == 0
+           && out != NULL && len == 4
+           && memcmp(out, "x\xc3\xa9y", 4) == 0, "nfc: e + U+0301");
+    free(out);
+
+    tap_ok(kvr_tok_nfc((const uint8_t *) "\xe4\xbd\xa0\xe5\xa5\xbd", 6,
+                       &out, &len) == 0 && out == NULL,
+           "nfc: inert CJK text is left alone");
+    free(out);
+
+    /* U+11935 U+11930 compose in Unicode 13, not for HF (Unicode 9) */
+    tap_ok(kvr_tok_nfc((const uint8_t *) "\xf0\x91\xa4\xb5\xf0\x91\xa4"
+                       "\xb0" "e\xcc\x81", 11, &out, &len) == 0
+           && out != NULL && len == 10
+           && memcmp(out, "\xf0\x91\xa4\xb5\xf0\x91\xa4\xb0\xc3\xa9",
+                     10) == 0,
+           "nfc: pass-through code points stay, the rest composes");
+    free(out);
+
+    /* reordering: U+0323 (ccc 220) before U+0302 (ccc 230), then compose */
+    tap_ok(kvr_tok_nfc((const uint8_t *) "a\xcc\x82\xcc\xa3", 5, &out,
+                       &len) == 0 && out != NULL && len == 3
+           && memcmp(out, "\xe1\xba\xad", 3) == 0,
+           "nfc: marks reordered and composed (U+1EAD)");
+    free(out);
 }
 
 
@@ -502,6 +620,8 @@ main(void)
 {
     test_bytelevel();
     test_utf8();
+    test_nfc_inert();
+    test_nfc();
     test_rewrite();
     test_tiny();
     test_models();
