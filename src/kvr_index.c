@@ -738,22 +738,28 @@ kvr_index_match_slots(kvr_index_t *ix, const int *slots, size_t nslots,
         for (i = 0; i < n && nactive > 0; i++) {
 
             /*
-             * several slots: prefetch the buckets two blocks ahead and
-             * the buckets' first entries one block ahead (one slot alone
-             * gains nothing: the cpu already runs ahead)
+             * more cache misses in flight: one slot left, its bucket
+             * eight blocks ahead; several, their buckets four blocks
+             * ahead and the buckets' first entries two blocks ahead
+             * (distances tuned with bench/micro/index_bench.c)
              */
+
+            if (nactive == 1 && i + 8 < n) {
+                kvr_index_prefetch(&buckets[kvr_index_bucket(ix,
+                                            hashes[i + 8], slots[active[0]])]);
+            }
 
             for (j = 0; nactive > 1 && j < nactive; j++) {
                 k = active[j];
 
-                if (i + 2 < n) {
+                if (i + 4 < n) {
                     kvr_index_prefetch(&buckets[kvr_index_bucket(ix,
-                                                hashes[i + 2], slots[k])]);
+                                                hashes[i + 4], slots[k])]);
                 }
 
-                if (i + 1 < n) {
+                if (i + 2 < n) {
                     kvr_index_prefetch(&entries[buckets[kvr_index_bucket(ix,
-                                                hashes[i + 1], slots[k])]]);
+                                                hashes[i + 2], slots[k])]]);
                 }
             }
 
@@ -783,7 +789,7 @@ size_t
 kvr_index_record(kvr_index_t *ix, int slot, const uint64_t *hashes, size_t n)
 {
     size_t              i, m, evicted;
-    uint32_t            e, cursor, next;
+    uint32_t            e, cursor, next, *buckets;
     kvr_index_slot_t   *s;
     kvr_index_entry_t  *entries;
 
@@ -813,6 +819,14 @@ kvr_index_record(kvr_index_t *ix, int slot, const uint64_t *hashes, size_t n)
      * pass of their own is also faster than one pass: with no stores in
      * between, more cache misses are in flight at once.
      */
+
+    /* all buckets first: the lookups below then mostly hit the cache */
+
+    buckets = kvr_index_buckets(ix);
+
+    for (i = 0; i < m; i++) {
+        kvr_index_prefetch(&buckets[kvr_index_bucket(ix, hashes[i], slot)]);
+    }
 
     cursor = 0;
 
