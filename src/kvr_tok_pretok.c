@@ -33,6 +33,7 @@
 
 
 struct kvr_tok_pretok_s {
+    int                  jit;        /* 0: JIT unavailable, interpret */
     pcre2_code          *code;
     pcre2_match_data    *match_data;
     pcre2_match_context *match_ctx;
@@ -281,13 +282,8 @@ kvr_tok_pretok_create(const char *pattern, char *err, size_t errlen)
         goto failed;
     }
 
-    rc = pcre2_jit_compile(pt->code, PCRE2_JIT_COMPLETE);
-    if (rc != 0) {
-        pcre2_get_error_message(rc, msg, sizeof(msg));
-        snprintf(err, errlen, "pre_tokenizer: PCRE2 JIT failed: %s",
-                 (char *) msg);
-        goto failed;
-    }
+    /* without JIT (e.g. no executable memory) the interpreter agrees */
+    pt->jit = (pcre2_jit_compile(pt->code, PCRE2_JIT_COMPLETE) == 0);
 
     pt->match_data = pcre2_match_data_create_from_pattern(pt->code, NULL);
     pt->match_ctx = pcre2_match_context_create(NULL);
@@ -343,8 +339,15 @@ kvr_tok_pretok_split(kvr_tok_pretok_t *pt, const uint8_t *s, size_t len,
     search = 0;
 
     while (search < len) {
-        rc = pcre2_jit_match(pt->code, s, len, search, PCRE2_NO_UTF_CHECK,
+        if (pt->jit) {
+            rc = pcre2_jit_match(pt->code, s, len, search,
+                                 PCRE2_NO_UTF_CHECK, pt->match_data,
+                                 pt->match_ctx);
+
+        } else {
+            rc = pcre2_match(pt->code, s, len, search, PCRE2_NO_UTF_CHECK,
                              pt->match_data, pt->match_ctx);
+        }
 
         if (rc == PCRE2_ERROR_NOMATCH) {
             break;

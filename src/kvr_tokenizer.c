@@ -172,6 +172,15 @@ kvr_tok_empty(json_t *obj, const char *key)
 }
 
 
+/* an id that fits the tables (below the "no id" markers) */
+static int
+kvr_tok_id_ok(json_t *v)
+{
+    return json_is_integer(v) && json_integer_value(v) >= 0
+           && json_integer_value(v) < 0xfffffff0;
+}
+
+
 /* HF token_to_id: added tokens first, then the model vocab (by string) */
 static int
 kvr_tok_token_id(json_t *root, const char *content, uint32_t *id)
@@ -183,7 +192,7 @@ kvr_tok_token_id(json_t *root, const char *content, uint32_t *id)
         v = json_object_get(tok, "content");
 
         if (json_is_string(v) && strcmp(json_string_value(v), content) == 0
-            && json_is_integer(json_object_get(tok, "id")))
+            && kvr_tok_id_ok(json_object_get(tok, "id")))
         {
             *id = (uint32_t) json_integer_value(json_object_get(tok, "id"));
             return 0;
@@ -193,7 +202,7 @@ kvr_tok_token_id(json_t *root, const char *content, uint32_t *id)
     vocab = json_object_get(json_object_get(root, "model"), "vocab");
     v = json_object_get(vocab, content);
 
-    if (json_is_integer(v)) {
+    if (kvr_tok_id_ok(v)) {
         *id = (uint32_t) json_integer_value(v);
         return 0;
     }
@@ -220,7 +229,7 @@ kvr_tok_load_vocab(kvr_tokenizer_t *tk, json_t *model, char *err,
     json_object_foreach(vocab, str, value) {
         id = json_integer_value(value);
 
-        if (!json_is_integer(value) || id < 0 || id >= 0xfffffff0) {
+        if (!kvr_tok_id_ok(value)) {
             kvr_tok_fail("model.vocab: bad id for \"%s\"", str);
         }
 
@@ -477,8 +486,7 @@ kvr_tok_load_added(kvr_tokenizer_t *tk, json_t *root, char *err,
     json_array_foreach(tokens, i, tok) {
         content = json_string_value(json_object_get(tok, "content"));
 
-        if (content == NULL || !json_is_integer(json_object_get(tok, "id")))
-        {
+        if (content == NULL || !kvr_tok_id_ok(json_object_get(tok, "id"))) {
             kvr_tok_fail("added_tokens[%zu]: content or id missing", i);
         }
 
@@ -626,7 +634,7 @@ kvr_tok_load_template(kvr_tokenizer_t *tk, json_t *proc, char *err,
         }
 
         json_array_foreach(ids, j, id) {
-            if (!json_is_integer(id)) {
+            if (!kvr_tok_id_ok(id)) {
                 kvr_tok_fail("post_processor: bad special token id");
             }
 

@@ -92,31 +92,41 @@ async function benchOracle(name, files, prompt) {
     for (let r = 0; r < 2; r++) {
       let tokens = 0;
       const t0 = process.hrtime.bigint();
+      const c0 = process.cpuUsage();
       for (let i = 0; i < lines.length; i += 1000) {
         const enc = await tok.encodeBatch(lines.slice(i, i + 1000),
           { addSpecialTokens: false });
         for (const e of enc) tokens += e.getIds().length;
       }
+      const c1 = process.cpuUsage(c0);
+      const cpu = (c1.user + c1.system) / 1e6;
       const s = Number(process.hrtime.bigint() - t0) / 1e9;
       console.log(`  npm ${cname}: ${(bytes / 1e6).toFixed(2)} MB, ` +
-        `${tokens} tokens, run ${r + 1}: ${(bytes / 1e6 / s).toFixed(1)} ` +
-        `MB/s, ${(tokens / 1e6 / s).toFixed(2)} Mtok/s`);
+        `${tokens} tokens, run ${r + 1}: ${(bytes / 1e6 / cpu).toFixed(1)} ` +
+        `MB/s, ${(tokens / 1e6 / cpu).toFixed(2)} Mtok/s (process cpu; ` +
+        `wall ${(bytes / 1e6 / s).toFixed(1)} MB/s)`);
     }
   }
   const text = fs.readFileSync(prompt.file, 'utf8');
   const times = [];
+  const cpus = [];
   let n = 0;
   for (let r = -10; r < 300; r++) {
     const t0 = process.hrtime.bigint();
+    const c0 = process.cpuUsage();
     const e = await tok.encode(text, null, { addSpecialTokens: false });
+    const c1 = process.cpuUsage(c0);
     const us = Number(process.hrtime.bigint() - t0) / 1e3;
     n = e.getIds().length;
-    if (r >= 0) times.push(us);
+    if (r >= 0) {
+      times.push(us);
+      cpus.push(c1.user + c1.system);
+    }
   }
-  times.sort((x, y) => x - y);
-  console.log(`  npm prompt: ${n} tokens, p50 ` +
-    `${times[times.length >> 1].toFixed(0)} us, p99 ` +
-    `${times[Math.floor(times.length * 0.99)].toFixed(0)} us`);
+  const p = (v, q) => v.sort((x, y) => x - y)[Math.floor(v.length * q)];
+  console.log(`  npm prompt: ${n} tokens, p50 ${p(cpus, 0.5).toFixed(0)} ` +
+    `us cpu, p99 ${p(cpus, 0.99).toFixed(0)} us cpu (wall p50 ` +
+    `${p(times, 0.5).toFixed(0)} us)`);
 }
 
 async function main() {
@@ -131,7 +141,7 @@ async function main() {
       ...Object.values(files).flatMap((f) => ['--corpus', f]),
       '--prompt', prompt.file, '--reps', '1000'], { encoding: 'utf8' });
     if (r.status !== 0) throw new Error('tok_bench failed: ' + r.stderr);
-    process.stdout.write(r.stdout.replace(/^/gm, '  C '));
+    process.stdout.write(r.stdout.replace(/^(?=.)/gm, '  C '));
     await benchOracle(name, files, prompt);
   }
 }
