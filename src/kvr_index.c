@@ -820,11 +820,14 @@ kvr_index_record(kvr_index_t *ix, int slot, const uint64_t *hashes, size_t n)
      * between, more cache misses are in flight at once.
      */
 
-    /* all buckets first: the lookups below then mostly hit the cache */
+    /*
+     * all buckets first (of a usual sequence; more would just push the
+     * first ones out): the lookups below then mostly hit the cache
+     */
 
     buckets = kvr_index_buckets(ix);
 
-    for (i = 0; i < m; i++) {
+    for (i = 0; i < m && i < 512; i++) {
         kvr_index_prefetch(&buckets[kvr_index_bucket(ix, hashes[i], slot)]);
     }
 
