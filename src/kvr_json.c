@@ -977,6 +977,16 @@ kvr_json_string_cmp(const kvr_json_doc_t *doc, uint32_t a, uint32_t b)
         la = na->len - 2;
         lb = nb->len - 2;
 
+        /* names mostly differ at once: spare the call */
+        if (la > 0 && lb > 0) {
+            ca = (unsigned char) doc->input[na->off + 1];
+            cb = (unsigned char) doc->input[nb->off + 1];
+
+            if (ca != cb) {
+                return ca - cb;
+            }
+        }
+
         rc = memcmp(doc->input + na->off + 1, doc->input + nb->off + 1,
                     (la < lb) ? la : lb);
 

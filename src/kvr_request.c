@@ -85,12 +85,15 @@ static uint32_t kvr_request_part_text(const kvr_json_doc_t *doc,
     uint32_t part);
 static int kvr_render_reserve(kvr_render_t *r, size_t n);
 static int kvr_render_add(kvr_render_t *r, const char *p, size_t n);
+static inline int kvr_render_put(kvr_render_t *r, const char *p, size_t n);
 static int kvr_render_string(kvr_render_t *r, const kvr_json_doc_t *doc,
     uint32_t str);
 static int kvr_render_json(kvr_render_t *r, const kvr_json_doc_t *doc,
     uint32_t root);
 static uint32_t kvr_render_sort_members(const kvr_json_doc_t *doc,
     uint32_t obj, uint32_t *keys, uint32_t *tmp);
+static int kvr_render_same_key(const kvr_json_doc_t *doc, uint32_t a,
+    uint32_t b);
 static void kvr_render_merge_sort(const kvr_json_doc_t *doc,
     uint32_t *keys, uint32_t *tmp, uint32_t n);
 static int kvr_ends_with(const char *s, size_t len, const char *suffix);
@@ -644,6 +647,22 @@ kvr_render_add(kvr_render_t *r, const char *p, size_t n)
 }
 
 
+/* appends n bytes within room reserved before: only max is checked */
+static inline int
+kvr_render_put(kvr_render_t *r, const char *p, size_t n)
+{
+    if (n > r->max - r->len) {
+        r->status = KVR_PARSE_TOO_LARGE;
+        return -1;
+    }
+
+    memcpy(r->data + r->len, p, n);
+    r->len += n;
+
+    return 0;
+}
+
+
 /* a string node decoded; raw bytes straight from the body when plain */
 static int
 kvr_render_string(kvr_render_t *r, const kvr_json_doc_t *doc, uint32_t str)
@@ -690,7 +709,7 @@ kvr_render_string(kvr_render_t *r, const kvr_json_doc_t *doc, uint32_t str)
 static int
 kvr_render_json(kvr_render_t *r, const kvr_json_doc_t *doc, uint32_t root)
 {
-    size_t                  n_sub, depth, sp;
+    size_t                  n_sub, depth, sp, room;
     void                   *mem;
     uint32_t                v, k, *keys, *tmp, total;
     kvr_render_frame_t     *frames, *f;
@@ -701,6 +720,21 @@ kvr_render_json(kvr_render_t *r, const kvr_json_doc_t *doc, uint32_t root)
 
     if (n_sub > r->max - r->len) {
         r->status = KVR_PARSE_TOO_LARGE;
+        return -1;
+    }
+
+    /*
+     * the rendering is never longer than the raw subtree (it only drops
+     * whitespace and repeated members): one reservation, then only the
+     * bound on max is checked as bytes go in
+     */
+    room = r->max - r->len;
+
+    if (doc->nodes[root].len < room) {
+        room = doc->nodes[root].len;
+    }
+
+    if (kvr_render_reserve(r, room) != 0) {
         return -1;
     }
 
@@ -729,14 +763,14 @@ descend:
 
     case KVR_JSON_ARRAY:
         if (node->end == v + 1) {
-            if (kvr_render_add(r, "[]", 2) != 0) {
+            if (kvr_render_put(r, "[]", 2) != 0) {
                 goto failed;
             }
 
             goto ascend;
         }
 
-        if (kvr_render_add(r, "[", 1) != 0) {
+        if (kvr_render_put(r, "[", 1) != 0) {
             goto failed;
         }
 
@@ -748,14 +782,14 @@ descend:
 
     case KVR_JSON_OBJECT:
         if (node->end == v + 1) {
-            if (kvr_render_add(r, "{}", 2) != 0) {
+            if (kvr_render_put(r, "{}", 2) != 0) {
                 goto failed;
             }
 
             goto ascend;
         }
 
-        if (kvr_render_add(r, "{", 1) != 0) {
+        if (kvr_render_put(r, "{", 1) != 0) {
             goto failed;
         }
 
@@ -770,7 +804,7 @@ descend:
         goto member;
 
     default:
-        if (kvr_render_add(r, doc->input + node->off, node->len) != 0) {
+        if (kvr_render_put(r, doc->input + node->off, node->len) != 0) {
             goto failed;
         }
 
@@ -784,8 +818,8 @@ member:
     f->pos++;
     node = &doc->nodes[k];
 
-    if (kvr_render_add(r, doc->input + node->off, node->len) != 0
-        || kvr_render_add(r, ":", 1) != 0)
+    if (kvr_render_put(r, doc->input + node->off, node->len) != 0
+        || kvr_render_put(r, ":", 1) != 0)
     {
         goto failed;
     }
@@ -806,7 +840,7 @@ ascend:
         v = doc->nodes[f->pos].end;
 
         if (v < doc->nodes[f->node].end) {
-            if (kvr_render_add(r, ",", 1) != 0) {
+            if (kvr_render_put(r, ",", 1) != 0) {
                 goto failed;
             }
 
@@ -814,7 +848,7 @@ ascend:
             goto descend;
         }
 
-        if (kvr_render_add(r, "]", 1) != 0) {
+        if (kvr_render_put(r, "]", 1) != 0) {
             goto failed;
         }
 
@@ -823,14 +857,14 @@ ascend:
     }
 
     if (f->pos < f->count) {
-        if (kvr_render_add(r, ",", 1) != 0) {
+        if (kvr_render_put(r, ",", 1) != 0) {
             goto failed;
         }
 
         goto member;
     }
 
-    if (kvr_render_add(r, "}", 1) != 0) {
+    if (kvr_render_put(r, "}", 1) != 0) {
         goto failed;
     }
 
@@ -882,8 +916,7 @@ kvr_render_sort_members(const kvr_json_doc_t *doc, uint32_t obj,
     kept = 0;
 
     for (i = 0; i < n; i++) {
-        if (i + 1 < n && kvr_json_string_cmp(doc, keys[i], keys[i + 1]) == 0)
-        {
+        if (i + 1 < n && kvr_render_same_key(doc, keys[i], keys[i + 1])) {
             continue;
         }
 
@@ -891,6 +924,25 @@ kvr_render_sort_members(const kvr_json_doc_t *doc, uint32_t obj,
     }
 
     return kept;
+}
+
+
+/* equal decoded keys; plain keys of different lengths differ at once */
+static int
+kvr_render_same_key(const kvr_json_doc_t *doc, uint32_t a, uint32_t b)
+{
+    const kvr_json_node_t  *na, *nb;
+
+    na = &doc->nodes[a];
+    nb = &doc->nodes[b];
+
+    if (!((na->info | nb->info) & KVR_JSON_ESCAPED)) {
+        return na->len == nb->len
+               && memcmp(doc->input + na->off, doc->input + nb->off,
+                         na->len) == 0;
+    }
+
+    return kvr_json_string_cmp(doc, a, b) == 0;
 }
 
 

@@ -8,7 +8,8 @@
  * and the rendering), for kvr_json_parse() alone, and side by side for
  * the jansson implementation it replaced (json_loadb alone, and that
  * kvr_request_parse() taken from git at 15960aa with renamed symbols),
- * then for the chained text keys of the rendering.
+ * then for the chained text keys of the rendering, and last new and old
+ * on a short chat with 8 tools (the sorted JSON rendering).
  *
  * Not part of any make target; build and run by hand:
  *   mkdir -p build/bench_old
@@ -96,6 +97,74 @@ report(const char *name, double *t, size_t n, size_t bytes)
     }
 
     printf("\n");
+}
+
+
+/* a short chat with 8 function tools (about 4 KB of tools JSON) */
+static void
+bench_tools(double *t)
+{
+    char                *body, *p;
+    size_t               i, len;
+    double               t0;
+    old_request_t        old;
+    kvr_request_t        req;
+    kvr_parse_status_e   rc;
+
+    body = malloc(16384);
+    if (body == NULL) {
+        return;
+    }
+
+    p = body;
+    p += sprintf(p, "{\"model\":\"qwen3-8b\",\"tools\":[");
+
+    for (i = 0; i < 8; i++) {
+        p += sprintf(p, "%s{\"type\":\"function\",\"function\":{"
+                     "\"name\":\"tool_%zu\",\"description\":\"Looks up "
+                     "the order, shipping or warranty record number %zu "
+                     "for the customer and returns it.\",\"parameters\":{"
+                     "\"type\":\"object\",\"properties\":{\"order_id\":{"
+                     "\"type\":\"string\",\"description\":\"the id\"},"
+                     "\"limit\":{\"type\":\"integer\",\"minimum\":1,"
+                     "\"maximum\":100},\"fields\":{\"type\":\"array\","
+                     "\"items\":{\"type\":\"string\"}}},\"required\":"
+                     "[\"order_id\"]}}}", i ? "," : "", i, i);
+    }
+
+    p += sprintf(p, "],\"messages\":[{\"role\":\"user\",\"content\":"
+                 "\"Where is my order number 12345?\"}]}");
+    len = p - body;
+
+    rc = old_request_parse(&old, KVR_ENDPOINT_CHAT, body, len, 1 << 20);
+    kvr_request_parse(&req, KVR_ENDPOINT_CHAT, body, len, 1 << 20);
+    printf("tools body %zu bytes, status %s, rendering %zu bytes, %s\n",
+           len, kvr_parse_status_name(rc), req.text_len,
+           (old.req.text_len == req.text_len
+            && memcmp(old.req.text, req.text, req.text_len) == 0)
+           ? "same text as jansson" : "DIFFERENT text");
+    old_request_free(&old);
+    kvr_request_free(&req);
+
+    for (i = 0; i < RUNS; i++) {
+        t0 = now_us();
+        kvr_request_parse(&req, KVR_ENDPOINT_CHAT, body, len, 1 << 20);
+        t[i] = now_us() - t0;
+        kvr_request_free(&req);
+    }
+
+    report("tools new: parse+free", t, RUNS, len);
+
+    for (i = 0; i < RUNS; i++) {
+        t0 = now_us();
+        old_request_parse(&old, KVR_ENDPOINT_CHAT, body, len, 1 << 20);
+        t[i] = now_us() - t0;
+        old_request_free(&old);
+    }
+
+    report("tools old: parse+free", t, RUNS, len);
+
+    free(body);
 }
 
 
@@ -200,6 +269,8 @@ main(void)
     kvr_request_free(&req);
     printf("(%zu text keys of 64 bytes)\n", nkeys);
     report("text keys, 64-byte chunks", t, RUNS, 0);
+
+    bench_tools(t);
 
     free(t);
     free(body);
