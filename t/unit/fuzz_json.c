@@ -5,12 +5,13 @@
  * the input (kvr_json with KVR_JSON_NUMBER_RANGE, jansson with
  * JSON_DECODE_ANY | JSON_ALLOW_NUL); the verdicts must agree, depth and
  * number-range errors must match (up to jansson's lookahead), and on
- * success the trees must hold the same values (decoded strings and keys byte for byte, the last
- * of repeated keys, numbers, literals).  The accessors are exercised on
- * the way: tight decode bounds, key lookup, uint32.  Any difference
- * aborts.  Not part of the default build (mk/unit.mk only picks up
- * test_*.c):
+ * success the trees must hold the same values (decoded strings and keys
+ * byte for byte, the last of repeated keys, numbers, literals).  The
+ * accessors are exercised on the way: tight decode bounds, key lookup,
+ * uint32.  Any difference aborts.  Not part of the default build
+ * (mk/unit.mk only picks up test_*.c):
  *
+ *   mkdir -p build/fuzz_json_corpus
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
  *       t/unit/fuzz_json.c src/kvr_json.c -ljansson -o build/fuzz_json
  *   build/fuzz_json -max_total_time=120 build/fuzz_json_corpus \
