@@ -17,8 +17,8 @@
 const { extendBlockHashes } = require('./kv_cache');
 
 // Calibrated against the seed's round-robin tables (6 workers, two per GPU,
-// token-id prompts): TTFT p50 33/98 ms at concurrency 4 and 75/139 ms at 16
-// for 2/24 prefix types, 19.9/16.6 requests/s at 16 (seed: 41/113, 74/199,
+// token-id prompts): TTFT p50 35/115 ms at concurrency 4 and 81/151 ms at 16
+// for 2/24 prefix types, 19.4/16.3 requests/s at 16 (seed: 41/113, 74/199,
 // 19.1/14.3). See bench/README.md.
 const DEFAULT_TIMING = {
   baseUs: 20000,
