@@ -788,7 +788,7 @@ kvr_index_match_slots(kvr_index_t *ix, const int *slots, size_t nslots,
 size_t
 kvr_index_record(kvr_index_t *ix, int slot, const uint64_t *hashes, size_t n)
 {
-    size_t              i, m, evicted;
+    size_t              i, m, evicted, present;
     uint32_t            e, cursor, next, *buckets;
     kvr_index_slot_t   *s;
     kvr_index_entry_t  *entries;
@@ -832,6 +832,7 @@ kvr_index_record(kvr_index_t *ix, int slot, const uint64_t *hashes, size_t n)
     }
 
     cursor = 0;
+    present = 0;
 
     for (i = 0; i < m; i++) {
         e = kvr_index_find(ix, slot, hashes[i]);
@@ -839,6 +840,8 @@ kvr_index_record(kvr_index_t *ix, int slot, const uint64_t *hashes, size_t n)
         if (e == 0) {
             continue;
         }
+
+        present++;
 
         /* a repeated hash stays where its first occurrence put it */
 
@@ -862,9 +865,11 @@ kvr_index_record(kvr_index_t *ix, int slot, const uint64_t *hashes, size_t n)
      * cursor is the last done entry, missing ones are inserted after it
      */
 
+    /* nothing missing (a prefix seen before): no second pass */
+
     cursor = 0;
 
-    for (i = 0; i < m; i++) {
+    for (i = (present == m) ? m : 0; i < m; i++) {
         next = cursor ? entries[cursor].next : s->lru_head;
 
         e = kvr_index_find(ix, slot, hashes[i]);
