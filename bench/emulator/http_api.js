@@ -35,13 +35,17 @@ function readBody(req) {
   return new Promise((resolve, reject) => {
     const chunks = [];
     let size = 0;
+    let tooLarge = false;
     req.on('data', (c) => {
+      if (tooLarge) return;           // discard the rest; the socket closes after the 413
       size += c.length;
       if (size > MAX_BODY_BYTES) {
+        tooLarge = true;
+        chunks.length = 0;
         const e = new Error('request body larger than ' + MAX_BODY_BYTES + ' bytes');
         e.status = 413;
+        e.closeConnection = true;
         reject(e);
-        req.destroy();
         return;
       }
       chunks.push(c);
@@ -133,6 +137,10 @@ async function handleGenerate(engine, req, res, chat) {
     }
     if (!body || typeof body !== 'object' || Array.isArray(body)) throw bad('request body must be a JSON object');
   } catch (err) {
+    if (err.closeConnection) {
+      res.setHeader('connection', 'close');
+      res.on('finish', () => req.socket.destroy());
+    }
     return sendError(engine, res, err.status || 400, err.message);
   }
 

@@ -169,6 +169,15 @@ test('bad requests get 400 with an OpenAI-style error', async () => {
   assert.equal(ok.status, 200);
 });
 
+test('a body over 32 MiB gets 413 and the engine keeps serving', async () => {
+  const big = '{"prompt":"' + 'a'.repeat(33 * 1024 * 1024) + '"}';
+  const r = await request(emu.basePort, 'POST', '/v1/completions', big);
+  assert.equal(r.status, 413);
+  assert.equal(JSON.parse(r.body).object, 'error');
+  const ok = await postJson(emu.basePort, '/v1/completions', { prompt: 'hi', max_tokens: 1 });
+  assert.equal(ok.status, 200);
+});
+
 test('/v1/models', async () => {
   const r = await request(emu.basePort, 'GET', '/v1/models');
   const j = JSON.parse(r.body);
