@@ -81,12 +81,20 @@ class Engine {
   // Run one request through the scheduler. handlers: onToken(text, index,
   // last), onFinish(reason). Returns the Request (for abort). Throws an
   // Error with status 400 when the request can never fit in the cache.
+  // Why a request can never be served (it needs more blocks than the whole
+  // cache), or null.
+  refusal(promptLen, maxTokens) {
+    const need = this.scheduler.blocksNeeded(promptLen, maxTokens);
+    if (need <= this.cache.numBlocks) return null;
+    return `prompt (${promptLen} tokens) + max_tokens (${maxTokens}) need ${need} KV ` +
+      `blocks but the emulated cache holds ${this.cache.numBlocks} ` +
+      `(${this.cache.numBlocks * this.cache.blockSize} tokens)`;
+  }
+
   submit(promptIds, maxTokens, handlers) {
-    const need = this.scheduler.blocksNeeded(promptIds.length, maxTokens);
-    if (need > this.cache.numBlocks) {
-      const e = new Error(`prompt (${promptIds.length} tokens) + max_tokens ` +
-        `(${maxTokens}) need ${need} KV blocks but the emulated cache holds ` +
-        `${this.cache.numBlocks} (${this.cache.numBlocks * this.cache.blockSize} tokens)`);
+    const why = this.refusal(promptIds.length, maxTokens);
+    if (why) {
+      const e = new Error(why);
       e.status = 400;
       throw e;
     }

@@ -65,6 +65,9 @@ function isTokenArray(a) {
   return Array.isArray(a) && a.length > 0 && a.every((x) => Number.isInteger(x));
 }
 
+const MAX_N = 64;
+const MAX_PROMPTS = 1024;
+
 // Common sampling fields: max_tokens (or max_completion_tokens), n, stream.
 function parseCommon(body, chat) {
   let maxTokens = body.max_tokens;
@@ -75,9 +78,9 @@ function parseCommon(body, chat) {
   if (!Number.isInteger(maxTokens) || maxTokens < 1) {
     throw bad('max_tokens must be an integer >= 1');
   }
-  if (body.n !== undefined && body.n !== null && body.n !== 1) {
-    throw bad('the emulator supports n = 1 only');
-  }
+  let n = body.n;
+  if (n === undefined || n === null) n = 1;
+  if (!Number.isInteger(n) || n < 1 || n > MAX_N) throw bad(`n must be an integer in [1, ${MAX_N}]`);
   if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') {
     throw bad('stream must be a boolean');
   }
@@ -87,34 +90,42 @@ function parseCommon(body, chat) {
   }
   return {
     maxTokens,
+    n,
     stream: body.stream === true,
     includeUsage: !!(so && so.include_usage),
   };
 }
 
-// Completions prompt -> token ids (string: encode with special tokens).
-async function completionPromptIds(engine, prompt) {
-  let p = prompt;
-  if (Array.isArray(p) && p.length === 1 && (typeof p[0] === 'string' || Array.isArray(p[0]))) {
-    p = p[0];
-  }
-  let ids;
-  if (typeof p === 'string') {
-    if (p.length === 0) throw bad('prompt must not be empty');
-    ids = await engine.tokenizer.encode(p, true);
-  } else if (isTokenArray(p)) {
-    ids = p;
-  } else if (Array.isArray(p) && p.length > 1) {
-    throw bad('the emulator supports one prompt per request');
+// Completions prompt -> list of token id arrays: a string (encoded with
+// special tokens), a token id array, or a non-empty list of either.
+async function completionPrompts(engine, prompt) {
+  let list;
+  if (typeof prompt === 'string' || isTokenArray(prompt)) {
+    list = [prompt];
+  } else if (Array.isArray(prompt) && prompt.length > 0 &&
+             (prompt.every((p) => typeof p === 'string') || prompt.every(isTokenArray))) {
+    list = prompt;
   } else {
-    throw bad('prompt must be a string, an array of token ids, or a one-element list of either');
+    throw bad('prompt must be a string, an array of token ids, or a non-empty list of either');
   }
+  if (list.length > MAX_PROMPTS) throw bad(`at most ${MAX_PROMPTS} prompts per request`);
   const vocab = engine.tokenizer.vocabSize;
-  for (const t of ids) {
-    if (t < 0 || t >= vocab) throw bad(`token id ${t} out of vocabulary range [0, ${vocab})`);
+  const out = [];
+  for (const p of list) {
+    let ids;
+    if (typeof p === 'string') {
+      if (p.length === 0) throw bad('prompt must not be empty');
+      ids = await engine.tokenizer.encode(p, true);
+    } else {
+      ids = p;
+    }
+    for (const t of ids) {
+      if (t < 0 || t >= vocab) throw bad(`token id ${t} out of vocabulary range [0, ${vocab})`);
+    }
+    if (ids.length === 0) throw bad('prompt has no tokens');
+    out.push(ids);
   }
-  if (ids.length === 0) throw bad('prompt has no tokens');
-  return ids;
+  return out;
 }
 
 function usageOf(promptLen, completion, cached) {
@@ -144,14 +155,18 @@ async function handleGenerate(engine, req, res, chat) {
     return sendError(engine, res, err.status || 400, err.message);
   }
 
-  let common, ids;
+  let common, prompts;
   try {
     common = parseCommon(body, chat);
     if (chat) {
-      ids = await engine.tokenizer.encodeChat(body);
+      prompts = [await engine.tokenizer.encodeChat(body)];
     } else {
       if (body.prompt === undefined) throw bad('prompt is required');
-      ids = await completionPromptIds(engine, body.prompt);
+      prompts = await completionPrompts(engine, body.prompt);
+    }
+    for (const ids of prompts) {
+      const why = engine.refusal(ids.length, common.maxTokens);
+      if (why) throw bad(why);
     }
   } catch (err) {
     return sendError(engine, res, err.status || 400, err.message);
@@ -162,61 +177,86 @@ async function handleGenerate(engine, req, res, chat) {
   const model = engine.o.model;
   const object = chat ? 'chat.completion' : 'text_completion';
   const chunkObject = chat ? 'chat.completion.chunk' : 'text_completion';
-  const texts = [];
-  let request = null;
-  let done = false;
-
   const writeChunk = (obj) => { res.write('data: ' + JSON.stringify(obj) + '\n\n'); };
-  const usage = () => usageOf(ids.length, texts.length, Math.max(request.numCachedTokens, 0));
 
-  const handlers = {
+  // one choice per (prompt, sample), index = prompt * n + sample, as vLLM
+  const choices = [];
+  prompts.forEach((ids, p) => {
+    for (let k = 0; k < common.n; k++) {
+      choices.push({ index: p * common.n + k, prompt: p, sample: k, texts: [], done: false, request: null });
+    }
+  });
+  let remaining = choices.length;
+  let aborted = false;
+
+  const usage = () => {
+    let promptTokens = 0;
+    let completion = 0;
+    let cached = 0;
+    for (const c of choices) {
+      completion += c.texts.length;
+      if (c.sample === 0) {
+        promptTokens += prompts[c.prompt].length;
+        cached += Math.max(c.request.numCachedTokens, 0);
+      }
+    }
+    return usageOf(promptTokens, completion, cached);
+  };
+
+  const finishAll = () => {
+    if (common.stream) {
+      if (common.includeUsage) {
+        writeChunk({ id, object: chunkObject, created, model, choices: [], usage: usage(),
+          engine_id: engine.name });
+      }
+      res.end('data: [DONE]\n\n');
+      return;
+    }
+    const out = choices.map((c) => {
+      const text = c.texts.join('');
+      return chat
+        ? { index: c.index, message: { role: 'assistant', content: text, reasoning_content: null, tool_calls: [] },
+          logprobs: null, finish_reason: 'length', stop_reason: null }
+        : { index: c.index, text, logprobs: null, finish_reason: 'length', stop_reason: null,
+          prompt_logprobs: null };
+    });
+    sendJson(engine, res, 200, { id, object, created, model, choices: out, usage: usage(),
+      engine_id: engine.name });
+  };
+
+  const handlersFor = (c) => ({
     onToken: (text, index, last) => {
-      texts.push(text);
+      c.texts.push(text);
       if (!common.stream || res.destroyed) return;
       const finish = last ? 'length' : null;
       if (chat) {
         if (index === 0) {
           writeChunk({ id, object: chunkObject, created, model,
-            choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }],
+            choices: [{ index: c.index, delta: { role: 'assistant', content: '' }, logprobs: null,
+              finish_reason: null }],
             engine_id: engine.name });
         }
         writeChunk({ id, object: chunkObject, created, model,
-          choices: [{ index: 0, delta: { content: text }, logprobs: null, finish_reason: finish }],
+          choices: [{ index: c.index, delta: { content: text }, logprobs: null, finish_reason: finish }],
           engine_id: engine.name });
       } else {
         writeChunk({ id, object: chunkObject, created, model,
-          choices: [{ index: 0, text, logprobs: null, finish_reason: finish, stop_reason: null }],
+          choices: [{ index: c.index, text, logprobs: null, finish_reason: finish, stop_reason: null }],
           engine_id: engine.name });
       }
     },
     onFinish: (reason) => {
-      done = true;
-      if (reason === 'abort' || res.destroyed) return;
-      if (common.stream) {
-        if (common.includeUsage) {
-          writeChunk({ id, object: chunkObject, created, model, choices: [], usage: usage(),
-            engine_id: engine.name });
-        }
-        res.end('data: [DONE]\n\n');
-        return;
-      }
-      const text = texts.join('');
-      const choice = chat
-        ? { index: 0, message: { role: 'assistant', content: text, reasoning_content: null, tool_calls: [] },
-          logprobs: null, finish_reason: 'length', stop_reason: null }
-        : { index: 0, text, logprobs: null, finish_reason: 'length', stop_reason: null,
-          prompt_logprobs: null };
-      sendJson(engine, res, 200, { id, object, created, model, choices: [choice], usage: usage(),
-        engine_id: engine.name });
+      c.done = true;
+      remaining--;
+      if (reason === 'abort') aborted = true;
+      if (remaining === 0 && !aborted && !res.destroyed) finishAll();
     },
-  };
+  });
 
-  try {
-    request = engine.submit(ids, common.maxTokens, handlers);
-  } catch (err) {
-    return sendError(engine, res, err.status || 500, err.message);
-  }
-  res.on('close', () => { if (!done) engine.abort(request); });
+  for (const c of choices) c.request = engine.submit(prompts[c.prompt], common.maxTokens, handlersFor(c));
+  res.on('close', () => {
+    for (const c of choices) if (!c.done) engine.abort(c.request);
+  });
   if (common.stream) {
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',

@@ -57,6 +57,26 @@ test('engine identity in header and body', async () => {
   }
 });
 
+test('several prompts and n > 1: one choice per (prompt, sample)', async () => {
+  const p0 = tokens(300, 40);
+  const p1 = tokens(400, 70);
+  const r = await postJson(emu.basePort, '/v1/completions', { prompt: [p0, p1], n: 2, max_tokens: 3 });
+  assert.equal(r.status, 200);
+  assert.deepEqual(r.json.choices.map((c) => c.index), [0, 1, 2, 3]);
+  assert.equal(r.json.usage.prompt_tokens, 110);
+  assert.equal(r.json.usage.completion_tokens, 12);
+  // the same again: both prompts cached, counted once each
+  const again = await postJson(emu.basePort, '/v1/completions', { prompt: [p0, p1], max_tokens: 1 });
+  assert.equal(again.json.usage.prompt_tokens_details.cached_tokens, 32 + 64);
+  const s = await postJson(emu.basePort, '/v1/completions', {
+    prompt: ['one two', 'three four'], max_tokens: 2, stream: true, stream_options: { include_usage: true } });
+  const chunks = sseData(s.body).slice(0, -1).map((d) => JSON.parse(d));
+  const perIndex = [0, 0];
+  for (const c of chunks) if (c.choices.length) perIndex[c.choices[0].index]++;
+  assert.deepEqual(perIndex, [2, 2]);
+  assert.equal(chunks[chunks.length - 1].usage.completion_tokens, 4);
+});
+
 test('max_tokens defaults to 16', async () => {
   const r = await postJson(emu.basePort, '/v1/completions', { prompt: 'hello' });
   assert.equal(r.json.usage.completion_tokens, 16);
@@ -150,7 +170,10 @@ test('bad requests get 400 with an OpenAI-style error', async () => {
     { prompt: [1, 2, -3] },
     { prompt: [1, 2, 1e9] },
     { prompt: { a: 1 } },
-    { prompt: 'hi', n: 3 },
+    { prompt: 'hi', n: 0 },
+    { prompt: 'hi', n: 1000 },
+    { prompt: ['a', [1, 2]] },
+    { prompt: [] },
     { prompt: tokens(0, 400 * 16) },            // larger than the whole cache
   ];
   for (const body of cases) {
