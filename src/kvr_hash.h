@@ -4,11 +4,16 @@
  * Block keys: chained 64-bit hashes over fixed-size blocks of a prompt.
  * Plain C, no nginx types.
  *
- * The scheme follows NVIDIA Dynamo's (routers.md A.2) so that token blocks
- * are interchangeable with Dynamo's:
- *   block[i] = XXH3_64(bytes of block i, seed)
+ * Token blocks follow NVIDIA Dynamo's scheme (routers.md A.2), so they are
+ * interchangeable with Dynamo's:
+ *   block[i] = XXH3_64(le32 bytes of block i's ids, seed)
  *   seq[0]   = block[0]
  *   seq[i]   = XXH3_64(le64(seq[i-1]) || le64(block[i]), KVR_HASH_SEED)
+ * Text chunks (used until the tokenizer is configured) need no such
+ * compatibility and cost one hash each:
+ *   seq[0]   = XXH3_64(chunk 0, seed)
+ *   seq[i]   = XXH3_64(chunk i, seq[i-1])
+ * Both:
  *   seed     = KVR_HASH_SEED + XXH3_64(lora, 0) + XXH3_64(salt, 1)
  *              (each term only when present; additions wrap)
  * Partial tail blocks are dropped.
@@ -32,8 +37,8 @@ uint64_t kvr_hash_seed(const char *lora, size_t lora_len, const char *salt,
 uint64_t kvr_hash_chain(uint64_t parent, uint64_t block);
 
 /*
- * Text keys: data cut into chunk_bytes-sized chunks, each hashed with seed,
- * chained.  Writes at most max_out sequence hashes; returns how many.
+ * Text keys: data cut into chunk_bytes-sized chunks, each hashed with the
+ * previous chunk's key as its seed (the first with seed).  Writes at most max_out sequence hashes; returns how many.
  */
 size_t kvr_hash_text_blocks(const void *data, size_t len, size_t chunk_bytes,
     uint64_t seed, uint64_t *out, size_t max_out);

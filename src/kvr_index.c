@@ -785,11 +785,54 @@ kvr_index_match_slots(kvr_index_t *ix, const int *slots, size_t nslots,
 }
 
 
+void
+kvr_index_match_slots_jump(kvr_index_t *ix, const int *slots, size_t nslots,
+    const uint64_t *hashes, size_t n, size_t stride, uint32_t *overlap)
+{
+    size_t  k, i, run, end;
+
+    if (stride < 2) {
+        kvr_index_match_slots(ix, slots, nslots, hashes, n, overlap);
+        return;
+    }
+
+    for (k = 0; k < nslots; k++) {
+        overlap[k] = 0;
+
+        if (n == 0 || kvr_index_slot_get(ix, slots[k]) == NULL
+            || kvr_index_find(ix, slots[k], hashes[0]) == 0)
+        {
+            continue;
+        }
+
+        /* run: a block known present; jump while the next probe is too */
+
+        for (run = 0;
+             run + stride < n
+             && kvr_index_find(ix, slots[k], hashes[run + stride]) != 0;
+             run += stride)
+        {
+            /* void */
+        }
+
+        end = (run + stride < n) ? run + stride : n;
+
+        for (i = run + 1; i < end; i++) {
+            if (kvr_index_find(ix, slots[k], hashes[i]) == 0) {
+                break;
+            }
+        }
+
+        overlap[k] = (uint32_t) i;
+    }
+}
+
+
 size_t
 kvr_index_record(kvr_index_t *ix, int slot, const uint64_t *hashes, size_t n)
 {
     size_t              i, m, evicted, present;
-    uint32_t            e, cursor, next, *buckets;
+    uint32_t            e, cursor, next, prev, first, last, *buckets;
     kvr_index_slot_t   *s;
     kvr_index_entry_t  *entries;
 
@@ -810,6 +853,61 @@ kvr_index_record(kvr_index_t *ix, int slot, const uint64_t *hashes, size_t n)
     }
 
     evicted = 0;
+
+    /*
+     * fast path: the sequence already is a run of the list, in order (it
+     * was recorded before and nothing was recorded into it since): one
+     * lookup, a walk along the list, and the run spliced to the head
+     */
+
+    first = (m > 0) ? kvr_index_find(ix, slot, hashes[0]) : 0;
+
+    if (first) {
+        last = first;
+
+        for (i = 1; i < m; i++) {
+            e = entries[last].next;
+
+            if (e == 0 || entries[e].hash != hashes[i]
+                || entries[e].gen != s->gen)
+            {
+                break;
+            }
+
+            last = e;
+        }
+
+        if (i == m) {
+            if (s->lru_head != first) {
+                prev = entries[first].prev;
+                next = entries[last].next;
+
+                entries[prev].next = next;
+
+                if (next) {
+                    entries[next].prev = prev;
+
+                } else {
+                    s->lru_tail = prev;
+                }
+
+                entries[first].prev = 0;
+                entries[last].next = s->lru_head;
+                entries[s->lru_head].prev = last;
+                s->lru_head = first;
+            }
+
+            while (s->capacity && s->blocks > s->capacity
+                   && s->lru_tail != last)
+            {
+                kvr_index_remove(ix, s->lru_tail);
+                s->evictions++;
+                evicted++;
+            }
+
+            return evicted;
+        }
+    }
 
     /*
      * pass 1: the present entries go to the head, in sequence order, and

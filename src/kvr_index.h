@@ -75,6 +75,18 @@ void kvr_index_match_slots(kvr_index_t *ix, const int *slots, size_t nslots,
     const uint64_t *hashes, size_t n, uint32_t *overlap);
 
 /*
+ * The same by jumps of stride blocks: probes blocks 0, stride, 2*stride,
+ * ... while present, then walks the last gap block by block.  Exact when
+ * a slot's blocks of a sequence form a leading run, which recording and
+ * tail-first eviction keep true; a hole between two probes that are both
+ * present is not seen (the overlap is then overestimated).  Cost for a
+ * fully cached prompt of n blocks: about n / stride + stride lookups.
+ */
+void kvr_index_match_slots_jump(kvr_index_t *ix, const int *slots,
+    size_t nslots, const uint64_t *hashes, size_t n, size_t stride,
+    uint32_t *overlap);
+
+/*
  * Approximate mode: slot now holds hashes[0..n-1] (a prompt's chained
  * blocks in order).  Present ones are refreshed, missing ones inserted, and
  * they are ordered so that hashes[n-1] is evicted first and hashes[0]

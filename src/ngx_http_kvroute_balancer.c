@@ -13,6 +13,10 @@
 #include "ngx_http_kvroute.h"
 
 
+/* probe every 16th block first: a cached prompt is a leading run */
+#define NGX_HTTP_KVROUTE_MATCH_STRIDE  16
+
+
 typedef struct {
     /* the round robin data must be first */
     ngx_http_upstream_rr_peer_data_t   rrp;
@@ -220,8 +224,8 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
         overlap[i] = 0;
     }
 
-    kvr_index_match_slots(index, slots, n, ctx->hashes, ctx->nblocks,
-                          overlap);
+    kvr_index_match_slots_jump(index, slots, n, ctx->hashes, ctx->nblocks,
+                               NGX_HTTP_KVROUTE_MATCH_STRIDE, overlap);
 
     for (i = 0; i < n; i++) {
         cand[i].cached_blocks = 0;

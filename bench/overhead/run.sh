@@ -17,7 +17,13 @@ conns=${3:-32}
 run=$top/build/overhead
 
 mkdir -p "$run/logs"
-trap '[ -f "$run/logs/nginx.pid" ] && kill "$(cat "$run/logs/nginx.pid")" 2>/dev/null; true' EXIT
+stop() {
+    for pidfile in "$run/logs/nginx.pid" "$run/backends/logs/nginx.pid"; do
+        [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null
+    done
+    true
+}
+trap stop EXIT
 
 cat > "$run/nginx.conf" <<CONF
 load_module $top/build/ngx_http_kvroute_module.so;
@@ -50,14 +56,36 @@ http {
         location / { proxy_pass http://kv; proxy_http_version 1.1;
                      proxy_set_header Connection ""; }
     }
+}
+CONF
+
+# the backends run in an nginx of their own, so that the front worker's
+# CPU time is the proxy's alone
+mkdir -p "$run/backends/logs"
+cat > "$run/backends/nginx.conf" <<CONF
+worker_processes 1;
+error_log logs/error.log warn;
+pid logs/nginx.pid;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_buffer_size 64k;
     server { listen 127.0.0.1:9101; listen 127.0.0.1:9102;
              listen 127.0.0.1:9103; listen 127.0.0.1:9104;
              location / { return 200 "{\"ok\":true}\n"; } }
 }
 CONF
 
+/usr/sbin/nginx -p "$run/backends" -c "$run/backends/nginx.conf"
 /usr/sbin/nginx -p "$run" -c "$run/nginx.conf"
 sleep 0.5
+worker=$(pgrep -P "$(cat "$run/logs/nginx.pid")" | head -1)
+
+# CPU seconds (user + system) the front worker has used so far
+cpu() {
+    awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f", ($14 + $15) / hz }' \
+        "/proc/$worker/stat"
+}
 
 # both endpoints must answer before measuring
 for port in 9001 9002; do
@@ -75,17 +103,20 @@ results=$run/results.txt
 for r in $(seq 1 "$rounds"); do
     for name in plain kvroute; do
         port=9001; [ "$name" = kvroute ] && port=9002
+        c0=$(cpu)
         out=$(measure $port)
+        c1=$(cpu)
         rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+        total=$(awk '/requests in/ {print $1}' <<<"$out")
         p50=$(awk '$1=="50%" {print $2}' <<<"$out")
         p99=$(awk '$1=="99%" {print $2}' <<<"$out")
         non2xx=$(awk '/Non-2xx/ {print $4}' <<<"$out")
-        echo "$r $name $rps $p50 $p99 ${non2xx:-0}" | tee -a "$results"
+        usreq=$(awk -v a="$c0" -v b="$c1" -v n="$total" \
+                'BEGIN { printf "%.1f", (b - a) * 1e6 / n }')
+        echo "$r $name $rps $p50 $p99 ${non2xx:-0} $usreq" | tee -a "$results"
     done
 done
 
-body=$(lua5.1 -e 'dofile("'"$here"'/chat.lua"); print(#bodies[1])' 2>/dev/null || echo "?")
-echo "body bytes: $body"
 curl -s http://127.0.0.1:9002/kvroute_status > "$run/status.txt" || true
 grep -E 'decisions_total.*(overlap|home|load)|decision_microseconds' "$run/status.txt" || true
 
@@ -100,8 +131,12 @@ for name in ('plain', 'kvroute'):
     rs = [float(r[2]) for r in rows if r[1] == name]
     p50 = [ms(r[3]) for r in rows if r[1] == name]
     p99 = [ms(r[4]) for r in rows if r[1] == name]
-    print(f"{name:8} median req/s {statistics.median(rs):9.0f}  p50 {statistics.median(p50):.3f} ms  p99 {statistics.median(p99):.3f} ms")
+    us = [float(r[6]) for r in rows if r[1] == name]
+    print(f"{name:8} median req/s {statistics.median(rs):9.0f}  p50 {statistics.median(p50):.3f} ms  p99 {statistics.median(p99):.3f} ms  worker cpu/request {statistics.median(us):.1f} us")
 plain = statistics.median(float(r[2]) for r in rows if r[1] == 'plain')
 kv = statistics.median(float(r[2]) for r in rows if r[1] == 'kvroute')
 print(f"throughput ratio kvroute/plain: {kv/plain:.3f}")
+cp = statistics.median(float(r[6]) for r in rows if r[1] == 'plain')
+ck = statistics.median(float(r[6]) for r in rows if r[1] == 'kvroute')
+print(f"worker cpu per request ratio plain/kvroute: {cp/ck:.3f} (kvroute adds {ck-cp:.1f} us)")
 PY

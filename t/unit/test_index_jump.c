@@ -1,0 +1,126 @@
+/*
+ * Copyright (C) kvroute developers
+ *
+ * kvr_index_match_slots_jump() against the exact block-by-block match,
+ * and kvr_index_record()'s fast path for a sequence recorded before.
+ */
+
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "tap.h"
+#include "kvr_index.h"
+
+
+#define REGION  (4 * 1024 * 1024)
+
+
+int kvr_index_verify(kvr_index_t *ix);
+
+
+int
+main(void)
+{
+    int           slots[3];
+    void         *region;
+    size_t        i, n, len, stride, trial, agree;
+    uint32_t      exact[3], jump[3];
+    uint64_t      seq[300];
+    kvr_index_t  *ix;
+
+    region = calloc(1, REGION);
+    ix = kvr_index_init(region, REGION);
+    tap_ok(ix != NULL, "index formatted");
+
+    slots[0] = kvr_index_slot(ix, "a", 1);
+    slots[1] = kvr_index_slot(ix, "b", 1);
+    slots[2] = kvr_index_slot(ix, "c", 1);
+
+    for (i = 0; i < 300; i++) {
+        seq[i] = 0x1234567890abcdefULL * (i + 1) ^ (i << 40);
+    }
+
+    /* leading runs of every length, several strides: always exact */
+
+    agree = 0;
+
+    for (trial = 0; trial < 400; trial++) {
+        len = (size_t) rand() % 300;
+        n = (size_t) rand() % 300;
+        stride = 2 + (size_t) rand() % 40;
+
+        kvr_index_clear_slot(ix, slots[1]);
+
+        if (len) {
+            kvr_index_record(ix, slots[1], seq, len);
+        }
+
+        kvr_index_match_slots(ix, slots, 3, seq, n, exact);
+        kvr_index_match_slots_jump(ix, slots, 3, seq, n, stride, jump);
+
+        agree += (memcmp(exact, jump, sizeof(exact)) == 0);
+    }
+
+    tap_is(agree, 400, "leading runs: jump equals exact in 400 trials");
+
+    /* slot a holds 100 blocks, slot c the first 37 */
+    kvr_index_clear_slot(ix, slots[1]);
+    kvr_index_record(ix, slots[0], seq, 100);
+    kvr_index_record(ix, slots[2], seq, 37);
+
+    kvr_index_match_slots_jump(ix, slots, 3, seq, 150, 16, jump);
+    tap_is(jump[0], 100, "a: 100");
+    tap_is(jump[1], 0, "b: nothing");
+    tap_is(jump[2], 37, "c: 37");
+
+    /* a hole at a probe point is seen */
+    kvr_index_remove_ref(ix, slots[0], seq[48]);
+    kvr_index_match_slots_jump(ix, slots, 1, seq, 150, 16, jump);
+    tap_is(jump[0], 48, "hole at a probe point: 48");
+
+    /* a hole between two present probes is not: the documented limit */
+    kvr_index_record(ix, slots[0], seq, 100);
+    kvr_index_remove_ref(ix, slots[0], seq[20]);
+    kvr_index_match_slots_jump(ix, slots, 1, seq, 100, 16, jump);
+    kvr_index_match_slots(ix, slots, 1, seq, 100, exact);
+    tap_is(exact[0], 20, "exact sees the hole at 20");
+    tap_ok(jump[0] >= exact[0], "jump never reports less than exact");
+
+    /* stride below 2 is the exact walk */
+    kvr_index_match_slots_jump(ix, slots, 1, seq, 100, 1, jump);
+    tap_is(jump[0], 20, "stride 1: exact");
+
+    /* fast path: re-recording a run splices it to the head */
+    kvr_index_release_slot(ix, slots[0]);
+    kvr_index_release_slot(ix, slots[1]);
+    kvr_index_release_slot(ix, slots[2]);
+    slots[0] = kvr_index_slot(ix, "fast", 4);
+
+    kvr_index_record(ix, slots[0], seq, 10);            /* A */
+    kvr_index_record(ix, slots[0], seq + 100, 10);      /* B */
+    kvr_index_record(ix, slots[0], seq + 200, 10);      /* C */
+    tap_is(kvr_index_record(ix, slots[0], seq, 10), 0, "A again: no eviction");
+    tap_is(kvr_index_verify(ix), 0, "structures sound after a splice");
+
+    /* now A, C, B from most to least recent; capacity 20 and B again */
+    kvr_index_slot_set_capacity(ix, slots[0], 20);
+    tap_is(kvr_index_record(ix, slots[0], seq + 100, 10), 10,
+           "B again at capacity 20: 10 evicted");
+    tap_is(kvr_index_match(ix, slots[0], seq, 10), 10, "A stays");
+    tap_is(kvr_index_match(ix, slots[0], seq + 100, 10), 10, "B stays");
+    tap_is(kvr_index_match(ix, slots[0], seq + 200, 10), 0,
+           "C, the least recent, went");
+    tap_is(kvr_index_verify(ix), 0, "structures sound after the trim");
+
+    /* B is the head: re-recording it changes nothing */
+    tap_is(kvr_index_record(ix, slots[0], seq + 100, 10), 0, "B at head");
+    kvr_index_record(ix, slots[0], seq + 200, 5);       /* C's head */
+    tap_is(kvr_index_match(ix, slots[0], seq, 10), 5,
+           "C's 5 blocks pushed out A's tail (tail first)");
+    tap_is(kvr_index_verify(ix), 0, "structures sound at the end");
+
+    free(region);
+
+    return tap_done();
+}
