@@ -18,6 +18,8 @@ function tokens(start, n) {
 class Sub {
   constructor(port) {
     this.sock = new zmq.Subscriber({ linger: 0 });
+    // the handshake completes before the subscription can reach the PUB
+    this.ready = new Promise((resolve) => this.sock.events.on('handshake', () => resolve()));
     this.sock.connect(`tcp://127.0.0.1:${port}`);
     this.sock.subscribe();
     this.msgs = [];
@@ -31,6 +33,12 @@ class Sub {
         }
       } catch (e) { /* closed */ }
     })();
+  }
+
+  // handshake done, then a moment for the subscription to be processed
+  async connected() {
+    await Promise.race([this.ready, sleep(3000)]);
+    await sleep(150);
   }
 
   // wait until at least n messages arrived (or timeout)
@@ -74,7 +82,7 @@ test('array era, int hashes: frames, seq from 0, BlockStored at scheduling, lazy
     '--capacity-blocks', '20', '--events-topic', 'kv-events']);
   const sub = new Sub(emu.eventsPort);
   try {
-    await sleep(300);                           // let the subscription reach the PUB
+    await sub.connected();
     const p1 = tokens(1, 200);
     const r1 = await postJson(emu.basePort, '/v1/completions', { prompt: p1, max_tokens: 1 });
     assert.equal(r1.status, 200);
@@ -155,7 +163,7 @@ test('map era, bytes hashes', async () => {
     '--events-format', 'map', '--hash-type', 'bytes']);
   const sub = new Sub(emu.eventsPort);
   try {
-    await sleep(300);
+    await sub.connected();
     const p = tokens(9, 100);
     await postJson(emu.basePort, '/v1/completions', { prompt: p, max_tokens: 1 });
     await sub.waitFor(1);
@@ -186,7 +194,7 @@ test('sglang flavour: 7-element BlockStored, signed int64 hashes', async () => {
   const emu = await startEmulator(['--kv-events', 'zmq', '--time-scale', '50', '--flavour', 'sglang']);
   const sub = new Sub(emu.eventsPort);
   try {
-    await sleep(300);
+    await sub.connected();
     await postJson(emu.basePort, '/v1/completions', { prompt: tokens(4, 33 * 16 + 1), max_tokens: 1 });
     await sub.waitFor(1);
     const ev = decodeMsg(sub.msgs[0]).batch[1][0];
@@ -237,7 +245,7 @@ test('BlockStored is published when the prefill is scheduled, before its first t
     '--prefill-us-per-token', '3000', '--decode-us-per-seq', '0']);
   const sub = new Sub(emu.eventsPort);
   try {
-    await sleep(300);
+    await sub.connected();
     const t0 = Date.now();
     const r = await postJson(emu.basePort, '/v1/completions', { prompt: tokens(8, 100), max_tokens: 1 });
     const tDone = Date.now() - t0;
