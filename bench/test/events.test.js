@@ -259,3 +259,26 @@ test('BlockStored is published when the prefill is scheduled, before its first t
     await emu.stop();
   }
 });
+
+test('replay in the map era (vLLM >= 0.26) carries the topic frame', async () => {
+  const emu = await startEmulator(['--kv-events', 'zmq', '--time-scale', '50', '--events-format', 'map',
+    '--events-topic', 'kv-events']);
+  try {
+    await postJson(emu.basePort, '/v1/completions', { prompt: tokens(5, 64), max_tokens: 1 });
+    const d = new zmq.Dealer({ linger: 0, receiveTimeout: 3000 });
+    d.connect(`tcp://127.0.0.1:${emu.replayPort}`);
+    await d.send([Buffer.alloc(0), Buffer.alloc(8)]);
+    const first = await d.receive();
+    const end = await d.receive();
+    d.close();
+    assert.equal(first.length, 4);
+    assert.equal(first[1].toString(), 'kv-events');
+    assert.equal(first[2].readBigUInt64BE(0), 0n);
+    assert.equal(msgpack.decode(first[3])[1][0].type, 'BlockStored');
+    assert.equal(end.length, 4);
+    assert.equal(end[1].length, 0, 'empty topic in the end marker');
+    assert.ok(end[2].equals(Buffer.alloc(8, 0xff)));
+  } finally {
+    await emu.stop();
+  }
+});
