@@ -2,6 +2,9 @@
 // The routers kvbench can put in front of the engines, as nginx upstream
 // configurations. Adding a router = adding one entry:
 //   upstream:   directive(s) placed first inside `upstream kvbench_engines {}`
+//               (this and http/location may also be a function of
+//               {enginePorts, eventsPorts, port} returning the list, e.g. to
+//               point a KV-event subscriber at tcp://127.0.0.1:eventsPorts[i])
 //   modules:    paths of dynamic modules to load_module (checked to exist)
 //   http:       extra directives at http{} level (optional)
 //   location:   extra directives inside `location /` (optional)

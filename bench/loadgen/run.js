@@ -63,7 +63,8 @@ async function runPoint(o, words) {
   try {
     const ports = Array.from({ length: o.workers }, (_, i) => o.basePort + i);
     if (o.warmup) await warmup(ports, words, o);
-    const ngx = await startNginx({ router, port: o.port, enginePorts: ports, binary: o.nginx,
+    const eventsPorts = ports.map((_, i) => o.eventsBasePort + i);
+    const ngx = await startNginx({ router, port: o.port, enginePorts: ports, eventsPorts, binary: o.nginx,
       workers: o.nginxWorkers });
     live.add(ngx);
     try {

@@ -63,6 +63,9 @@ test('router table: every router renders an upstream block', () => {
   const k = nginxConf({ dir: '/tmp/x', router: table['kvroute-approx'], port: 9000, enginePorts: [9001] });
   assert.match(k, /^load_module \/top\/build\/ngx_http_kvroute_module\.so;$/m);
   assert.match(k, /kvroute mode=approx;/);
+  const f = nginxConf({ dir: '/tmp/x', port: 9000, enginePorts: [9001, 9002], eventsPorts: [9101, 9102],
+    router: { upstream: (c) => c.eventsPorts.map((p) => `# events ${p};`) } });
+  assert.match(f, /# events 9101;\n\s+# events 9102;/);
 });
 
 function kvbench(args) {
