@@ -8,7 +8,7 @@
 //   modules:    paths of dynamic modules to load_module (checked to exist)
 //   http:       extra directives at http{} level (optional)
 //   location:   extra directives inside `location /` (optional)
-//   kvEvents:   emulator options the router needs (e.g. ['--kv-events', 'zmq'])
+//   emulatorArgs: emulator options the router needs (e.g. ['--kv-events', 'zmq'])
 // `top` is the repository root and `build` its build directory.
 //
 // The load generator sends the prefix type of every request in the header

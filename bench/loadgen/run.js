@@ -57,7 +57,7 @@ async function runPoint(o, words) {
   const emuArgs = ['--engines', String(o.workers), '--base-port', String(o.basePort),
     '--capacity-blocks', String(o.capacityBlocks), '--block-size', String(o.blockSize),
     '--time-scale', String(o.timeScale), '--events-base-port', String(o.eventsBasePort),
-    '--replay-base-port', '0'].concat(router.kvEvents || [], o.emulatorArgs || []);
+    '--replay-base-port', '0'].concat(router.emulatorArgs || [], o.emulatorArgs || []);
   const emu = await startEmulator(emuArgs);
   live.add(emu);
   try {
