@@ -17,14 +17,24 @@
 
 const path = require('node:path');
 
-function routerTable(top, build) {
+// opts: capacityBlocks and blockSize of the emulated engines, which kvroute
+// is told as an operator would tell it (capacity= is vLLM's "# GPU blocks").
+function routerTable(top, build, opts = {}) {
   const kvrouteSo = path.join(build, 'ngx_http_kvroute_module.so');
+  const cap = opts.capacityBlocks || 585;
+  const bs = opts.blockSize || 16;
+  const kv = (args) => ({ modules: [kvrouteSo],
+    upstream: [`kvroute ${args} capacity=${cap} block_size=${bs};`] });
   return {
     round_robin: { upstream: [] },
     random: { upstream: ['random;'] },
     hash: { upstream: ['hash $kvbench_prefix consistent;'] },
-    // kvroute (approximate mode: predicts from its own routing decisions)
-    'kvroute-approx': { modules: [kvrouteSo], upstream: ['kvroute mode=approx;'] },
+    // kvroute, approximate mode (predicts from its own routing decisions):
+    // its default policy, and NVIDIA Dynamo's default cost
+    'kvroute-approx': kv('mode=approx'),
+    'kvroute-dynamo': kv('mode=approx policy=dynamo'),
+    // the baselines through kvroute itself (bodies read and parsed alike)
+    'kvroute-rr': kv('mode=round_robin'),
   };
 }
 

@@ -50,7 +50,7 @@ async function stopAll() {
 //    promptForm, timeScale, capacityBlocks, blockSize, port, basePort,
 //    eventsBasePort, nginx, nginxWorkers, emulatorArgs[], top, build, log(msg)
 async function runPoint(o, words) {
-  const table = routerTable(o.top, o.build);
+  const table = routerTable(o.top, o.build, o);
   const router = table[o.router];
   if (!router) throw new Error(`unknown router ${o.router}; known: ${Object.keys(table).join(', ')}`);
   const wl = buildWorkload(words, { seed: o.seed, prefixes: o.prefixes, requests: o.requests });

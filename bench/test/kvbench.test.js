@@ -56,13 +56,15 @@ test('stats: nearest-rank percentiles and the seed upper bounds', () => {
 
 test('router table: every router renders an upstream block', () => {
   const table = routerTable('/top', '/top/build');
-  for (const name of ['round_robin', 'random', 'hash', 'kvroute-approx']) assert.ok(table[name], name);
+  for (const name of ['round_robin', 'random', 'hash', 'kvroute-approx', 'kvroute-dynamo']) assert.ok(table[name], name);
   const conf = nginxConf({ dir: '/tmp/x', router: table.hash, port: 9000, enginePorts: [9001, 9002] });
   assert.match(conf, /upstream kvbench_engines \{\s+hash \$kvbench_prefix consistent;/);
   assert.match(conf, /server 127\.0\.0\.1:9002/);
   const k = nginxConf({ dir: '/tmp/x', router: table['kvroute-approx'], port: 9000, enginePorts: [9001] });
   assert.match(k, /^load_module \/top\/build\/ngx_http_kvroute_module\.so;$/m);
-  assert.match(k, /kvroute mode=approx;/);
+  assert.match(k, /kvroute mode=approx capacity=585 block_size=16;/);
+  const d = routerTable('/top', '/top/build', { capacityBlocks: 100, blockSize: 32 })['kvroute-dynamo'];
+  assert.deepEqual(d.upstream, ['kvroute mode=approx policy=dynamo capacity=100 block_size=32;']);
   const f = nginxConf({ dir: '/tmp/x', port: 9000, enginePorts: [9001, 9002], eventsPorts: [9101, 9102],
     router: { upstream: (c) => c.eventsPorts.map((p) => `# events ${p};`) } });
   assert.match(f, /# events 9101;\n\s+# events 9102;/);
