@@ -26,6 +26,7 @@ include mk/unit.mk
 include mk/nginx-tests.mk
 -include mk/bench.mk
 include mk/demo.mk
+include mk/fuzz.mk
 -include mk/tokenizer.mk
 
 test: deps all
