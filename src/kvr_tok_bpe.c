@@ -101,10 +101,10 @@ kvr_bpe_table_size(size_t n)
 {
     size_t  size;
 
-    /* load factor at most 1/2 */
+    /* load factor at most 3/4 (linear probing stays short) */
     size = 1024;
 
-    while (size < n * 2) {
+    while (size * 3 / 4 < n) {
         size <<= 1;
     }
 
@@ -214,7 +214,7 @@ kvr_tok_bpe_add_token(kvr_tok_bpe_t *bpe, const uint8_t *key, size_t len,
         return -1;
     }
 
-    if ((bpe->vocab_used + 1) * 2 > bpe->vocab_mask + 1) {
+    if (bpe->vocab_used + 1 > (bpe->vocab_mask + 1) * 3 / 4) {
         /* the size was given at create time; more is a caller bug */
         return -1;
     }
@@ -312,7 +312,7 @@ kvr_tok_bpe_add_merge(kvr_tok_bpe_t *bpe, uint32_t left, uint32_t right,
     slot = kvr_bpe_merge_find(bpe, pair);
 
     if (slot->pair == KVR_BPE_EMPTY_PAIR) {
-        if ((bpe->merges_used + 1) * 2 > bpe->merges_mask + 1) {
+        if (bpe->merges_used + 1 > (bpe->merges_mask + 1) * 3 / 4) {
             return -1;
         }
 

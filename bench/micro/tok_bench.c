@@ -69,6 +69,18 @@ tok_bench_rss_kb(void)
 }
 
 
+/* bytes in use from malloc, mmap'ed blocks included */
+static size_t
+tok_bench_heap(void)
+{
+    struct mallinfo2  mi;
+
+    mi = mallinfo2();
+
+    return mi.uordblks + mi.hblkhd;
+}
+
+
 static char *
 tok_bench_read(const char *path, size_t *len)
 {
@@ -192,13 +204,13 @@ main(int argc, char **argv)
     }
 
     rss0 = tok_bench_rss_kb();
-    heap0 = mallinfo2().uordblks;
+    heap0 = tok_bench_heap();
     w0 = tok_bench_clock(CLOCK_MONOTONIC);
     t0 = tok_bench_now();
     tk = kvr_tokenizer_load(json_path, NULL, err, sizeof(err));
     t1 = tok_bench_now();
     w1 = tok_bench_clock(CLOCK_MONOTONIC);
-    heap1 = mallinfo2().uordblks;
+    heap1 = tok_bench_heap();
     rss1 = tok_bench_rss_kb();
 
     if (tk == NULL) {
