@@ -147,6 +147,7 @@ const SPEC = {
   resume: { type: 'boolean', default: false },
   'table-only': { type: 'boolean', default: false },
   'no-plots': { type: 'boolean', default: false },
+  check: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h' },
 };
 
@@ -154,9 +155,11 @@ const USAGE = `usage: node bench/grid.js [--routers round_robin,random,hash,kvro
            [--workers 6,3] [--prefixes 2,7,12,24] [--concurrency 4,8,16]
            [--runs 3] [--requests 240] [--seed 1] [--out bench/results]
            [--time-scale 1] [--port 28000] [--resume] [--table-only] [--no-plots]
+       node bench/grid.js --check [seed-experiment.md]
 --resume      skip points already in OUT/grid.jsonl (same requests, seed,
               runs and time scale)
 --table-only  only regenerate OUT/grid.md and the PNGs from OUT/grid.jsonl
+--check       compare the hard-coded seed figures with the document's tables
 --port P      nginx on P, engines on P+1.., KV events on P+1081..
               (away from kvbench's defaults, so other runs do not collide)`;
 
@@ -546,14 +549,101 @@ function makePlots(results, o) {
 }
 
 // ---------------------------------------------------------------------------
+// --check: the SEED constant against the tables of seed-experiment.md, read
+// independently (catches transcription slips)
+// ---------------------------------------------------------------------------
+const SEED_DOC = '/work/shared/docs/seed-experiment.md';
+
+// rows (arrays of cells) of the first markdown table after the line that
+// starts with `caption`
+function docTable(lines, caption) {
+  let i = lines.findIndex((l) => l.startsWith(caption));
+  if (i < 0) throw new Error(`table "${caption}" not found`);
+  while (i < lines.length && !lines[i].startsWith('|')) i++;
+  const rows = [];
+  for (i += 2; i < lines.length && lines[i].startsWith('|'); i++) {
+    rows.push(lines[i].split('|').slice(1, -1).map((c) => c.trim()));
+  }
+  return rows;
+}
+
+// numbers in a cell: "1,353 ms" -> [1353], "0.840 / 0.840 / 0.848" -> 3
+function nums(cellText) {
+  return (cellText.replace(/,/g, '').match(/\d+(\.\d+)?/g) || []).map(Number);
+}
+
+function checkSeed(docPath) {
+  const lines = fs.readFileSync(docPath, 'utf8').split('\n');
+  const problems = [];
+  let compared = 0;
+  // tol: the upper-bound table repeats conc-8 hit rates rounded to 1%
+  const same = (w, c, p, variant, field, want, scale, tol = 1e-6) => {
+    compared++;
+    const got = seedValue(w, c, p, variant, field);
+    if (got === null || Math.abs(got * scale - want) > tol) {
+      problems.push(`w${w} c${c} p${p} ${variant}.${field}: constant ${got}, document ${want / scale}`);
+    }
+  };
+  const V3 = ['baseline', 'round_robin', 'kv'];
+  for (const r of docTable(lines, 'Request hit rate (6 workers, concurrency 8)')) {
+    V3.forEach((v, k) => same(6, 8, Number(r[0]), v, 'hit', nums(r[k + 1])[0], 100));
+  }
+  for (const r of docTable(lines, 'Cached-token ratio (6 workers')) {
+    V3.forEach((v, k) => same(6, Number(r[1]), Number(r[0]), v, 'ctr', nums(r[k + 2])[0], 1));
+  }
+  for (const r of docTable(lines, 'Distinct workers one prefix')) {
+    ['round_robin', 'kv'].forEach((v, k) => same(6, 4, Number(r[0]), v, 'epp', nums(r[k + 1])[0], 1));
+  }
+  for (const r of docTable(lines, 'TTFT p50 / p99 (6 workers)')) {
+    V3.forEach((v, k) => {
+      const [p50, p99] = nums(r[k + 2]);
+      same(6, Number(r[1]), Number(r[0]), v, 'p50', p50, 1);
+      same(6, Number(r[1]), Number(r[0]), v, 'p99', p99, 1);
+    });
+  }
+  for (const r of docTable(lines, 'Throughput, requests/s (6 workers, concurrency 16)')) {
+    V3.forEach((v, k) => same(6, 16, Number(r[0]), v, 'rps', nums(r[k + 1])[0], 1));
+  }
+  for (const r of docTable(lines, '3 workers (one per GPU), concurrency 8')) {
+    ['ctr', 'p99', 'rps'].forEach((f, k) => {
+      nums(r[k + 1]).forEach((x, j) => same(3, 8, Number(r[0]), V3[j], f, x, 1));
+    });
+  }
+  for (const r of docTable(lines, 'Upper bound on request hit rate')) {
+    const w = nums(r[0])[0];
+    const p = Number(r[1]);
+    const bound = nums(r[2])[0];
+    compared++;
+    if (Math.abs(100 * upperBound(w, p) - bound) > 0.5) {
+      problems.push(`upper bound w${w} p${p}: computed ${pct(upperBound(w, p))}, document ${bound}%`);
+    }
+    nums(r[3]).forEach((x, j) => same(w, [4, 8, 16][j], p, 'kv', 'hit', x, 100, 0.5));
+  }
+  for (const r of docTable(lines, '## Hash seed and approximate mode')) {
+    same(6, 8, Number(r[0]), 'round_robin', 'ctr', nums(r[1])[0], 1);
+    same(6, 8, Number(r[0]), 'kv', 'ctr', nums(r[2])[0], 1);
+    same(6, 8, Number(r[0]), 'approximate', 'ctr', nums(r[4])[0], 1);
+  }
+  return { compared, problems };
+}
+
+// ---------------------------------------------------------------------------
 let stopping = false;
 
 async function main() {
-  const { values: v } = parseArgs({ args: process.argv.slice(2), options: SPEC, strict: true });
+  const { values: v, positionals } = parseArgs({ args: process.argv.slice(2), options: SPEC, strict: true,
+    allowPositionals: true });
   if (v.help) {
     process.stdout.write(USAGE + '\n');
     return 0;
   }
+  if (v.check) {
+    const { compared, problems } = checkSeed(positionals[0] || SEED_DOC);
+    for (const p of problems) process.stdout.write(`mismatch: ${p}\n`);
+    process.stdout.write(`${compared} seed figures compared, ${problems.length} mismatches\n`);
+    return problems.length || compared === 0 ? 1 : 0;
+  }
+  if (positionals.length) throw new Error(`unexpected argument ${positionals[0]}`);
   const o = {
     routers: v.routers.split(',').filter((x) => x !== ''),
     workers: intList(v.workers, 'workers'),
