@@ -34,6 +34,7 @@
 
 struct kvr_tok_pretok_s {
     int                  jit;        /* 0: JIT unavailable, interpret */
+    int                  max_digits; /* \p{N} (1) or \p{N}{1,3} (3) */
     pcre2_code          *code;
     pcre2_match_data    *match_data;
     pcre2_match_context *match_ctx;
@@ -46,6 +47,7 @@ struct kvr_tok_pretok_s {
  * every code point and on fuzz strings): Qwen2/2.5/3 and Llama-3.x.
  */
 static const char  *kvr_pretok_known[] = {
+    /* the max_digits of each pattern: 1, 3 */
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}"
     "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
 
@@ -240,7 +242,7 @@ kvr_tok_pretok_create(const char *pattern, char *err, size_t errlen)
 
     for (i = 0; kvr_pretok_known[i] != NULL; i++) {
         if (strcmp(pattern, kvr_pretok_known[i]) == 0) {
-            known = 1;
+            known = (i == 0) ? 1 : 3;
         }
     }
 
@@ -270,6 +272,8 @@ kvr_tok_pretok_create(const char *pattern, char *err, size_t errlen)
         snprintf(err, errlen, "pre_tokenizer: out of memory");
         return NULL;
     }
+
+    pt->max_digits = known;
 
     pt->code = pcre2_compile((PCRE2_SPTR) rewritten, PCRE2_ZERO_TERMINATED,
                              PCRE2_UTF | PCRE2_UCP, &rc, &erroff, NULL);
@@ -327,8 +331,8 @@ kvr_tok_pretok_free(kvr_tok_pretok_t *pt)
 
 
 int
-kvr_tok_pretok_split(kvr_tok_pretok_t *pt, const uint8_t *s, size_t len,
-    kvr_tok_piece_pt piece, void *ctx)
+kvr_tok_pretok_split_pcre2(kvr_tok_pretok_t *pt, const uint8_t *s,
+    size_t len, kvr_tok_piece_pt piece, void *ctx)
 {
     int          rc;
     size_t       gap, search, n;
@@ -388,4 +392,171 @@ kvr_tok_pretok_split(kvr_tok_pretok_t *pt, const uint8_t *s, size_t len,
     }
 
     return 0;
+}
+
+
+/* ASCII classes of the known patterns: \s is 09-0D and 20 */
+#define KVR_ASCII_SPACE   1
+#define KVR_ASCII_LETTER  2
+#define KVR_ASCII_DIGIT   3
+#define KVR_ASCII_OTHER   4
+
+
+static int
+kvr_pretok_ascii_class(uint8_t c)
+{
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
+        return KVR_ASCII_LETTER;
+    }
+
+    if (c >= '0' && c <= '9') {
+        return KVR_ASCII_DIGIT;
+    }
+
+    if (c == ' ' || (c >= 0x09 && c <= 0x0d)) {
+        return KVR_ASCII_SPACE;
+    }
+
+    return KVR_ASCII_OTHER;
+}
+
+
+/* the length of the match at s[i] of the known patterns, ASCII only */
+static size_t
+kvr_pretok_ascii_match(const uint8_t *s, size_t len, size_t i,
+    int max_digits)
+{
+    int     cls;
+    size_t  j, k, nl;
+
+#define CLS(p)  kvr_pretok_ascii_class(s[p])
+#define LOW(p)  (s[p] | 0x20)
+
+    cls = CLS(i);
+
+    /* (?i:'s|'t|'re|'ve|'m|'ll|'d) */
+    if (s[i] == '\'' && i + 1 < len) {
+        if (LOW(i + 1) == 's' || LOW(i + 1) == 't' || LOW(i + 1) == 'm'
+            || LOW(i + 1) == 'd')
+        {
+            return 2;
+        }
+
+        if (i + 2 < len
+            && ((LOW(i + 1) == 'r' && LOW(i + 2) == 'e')
+                || (LOW(i + 1) == 'v' && LOW(i + 2) == 'e')
+                || (LOW(i + 1) == 'l' && LOW(i + 2) == 'l')))
+        {
+            return 3;
+        }
+    }
+
+    /* [^\r\n\p{L}\p{N}]?\p{L}+ */
+    j = i;
+
+    if (cls != KVR_ASCII_LETTER && cls != KVR_ASCII_DIGIT && s[i] != '\r'
+        && s[i] != '\n' && i + 1 < len && CLS(i + 1) == KVR_ASCII_LETTER)
+    {
+        j = i + 1;
+    }
+
+    if (CLS(j) == KVR_ASCII_LETTER) {
+        while (j < len && CLS(j) == KVR_ASCII_LETTER) {
+            j++;
+        }
+
+        return j - i;
+    }
+
+    /* \p{N} or \p{N}{1,3} */
+    if (cls == KVR_ASCII_DIGIT) {
+        for (j = i; j < len && j - i < (size_t) max_digits; j++) {
+            if (CLS(j) != KVR_ASCII_DIGIT) {
+                break;
+            }
+        }
+
+        return j - i;
+    }
+
+    /*  ?[^\s\p{L}\p{N}]+[\r\n]* */
+    j = i;
+
+    if (s[i] == ' ' && i + 1 < len && CLS(i + 1) == KVR_ASCII_OTHER) {
+        j = i + 1;
+    }
+
+    if (CLS(j) == KVR_ASCII_OTHER) {
+        while (j < len && CLS(j) == KVR_ASCII_OTHER) {
+            j++;
+        }
+
+        while (j < len && (s[j] == '\r' || s[j] == '\n')) {
+            j++;
+        }
+
+        return j - i;
+    }
+
+    /* here s[i] is white space: j ends the run, nl follows its last CR/LF */
+    nl = 0;
+
+    for (j = i; j < len && CLS(j) == KVR_ASCII_SPACE; j++) {
+        if (s[j] == '\r' || s[j] == '\n') {
+            nl = j + 1;
+        }
+    }
+
+    /* \s*[\r\n]+ */
+    if (nl != 0) {
+        return nl - i;
+    }
+
+    /* \s+(?!\S) gives back one char before a non-space; then \s+ */
+    k = j - i;
+
+    if (j < len && k >= 2) {
+        return k - 1;
+    }
+
+    return k;
+
+#undef CLS
+#undef LOW
+}
+
+
+int
+kvr_tok_pretok_split_ascii(kvr_tok_pretok_t *pt, const uint8_t *s,
+    size_t len, kvr_tok_piece_pt piece, void *ctx)
+{
+    int     rc;
+    size_t  i, n;
+
+    for (i = 0; i < len; i += n) {
+        n = kvr_pretok_ascii_match(s, len, i, pt->max_digits);
+
+        rc = piece(ctx, s + i, n);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+
+    return 0;
+}
+
+
+int
+kvr_tok_pretok_split(kvr_tok_pretok_t *pt, const uint8_t *s, size_t len,
+    kvr_tok_piece_pt piece, void *ctx)
+{
+    size_t  i;
+
+    for (i = 0; i < len; i++) {
+        if (s[i] >= 0x80) {
+            return kvr_tok_pretok_split_pcre2(pt, s, len, piece, ctx);
+        }
+    }
+
+    return kvr_tok_pretok_split_ascii(pt, s, len, piece, ctx);
 }

@@ -38,10 +38,17 @@ void kvr_tok_pretok_free(kvr_tok_pretok_t *pt);
 /*
  * Splits valid UTF-8 s into the regex matches and the gaps between them
  * (Isolated), dropping empty pieces.  Returns 0, the callback's non-zero
- * value, or KVR_TOK_REGEX / KVR_TOK_NO_MEMORY.
+ * value, or KVR_TOK_REGEX / KVR_TOK_NO_MEMORY.  Pure ASCII text takes a
+ * hand-coded matcher of the known patterns, the rest PCRE2.
  */
 int kvr_tok_pretok_split(kvr_tok_pretok_t *pt, const uint8_t *s, size_t len,
     kvr_tok_piece_pt piece, void *ctx);
+
+/* the two ways, for tests: PCRE2 on any text, the matcher on ASCII only */
+int kvr_tok_pretok_split_pcre2(kvr_tok_pretok_t *pt, const uint8_t *s,
+    size_t len, kvr_tok_piece_pt piece, void *ctx);
+int kvr_tok_pretok_split_ascii(kvr_tok_pretok_t *pt, const uint8_t *s,
+    size_t len, kvr_tok_piece_pt piece, void *ctx);
 
 
 #endif /* _KVR_TOK_PRETOK_H_INCLUDED_ */

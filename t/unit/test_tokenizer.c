@@ -341,6 +341,103 @@ test_nfc(void)
 }
 
 
+typedef struct {
+    size_t  ends[128];
+    size_t  n;
+    size_t  total;
+} pieces_t;
+
+
+static int
+collect_piece(void *ctx, const uint8_t *piece, size_t len)
+{
+    pieces_t  *p;
+
+    (void) piece;
+    p = ctx;
+    p->total += len;
+
+    if (p->n < 128) {
+        p->ends[p->n++] = p->total;
+    }
+
+    return 0;
+}
+
+
+/*
+ * The hand-coded ASCII matcher against PCRE2 running the rewritten
+ * pattern, on random strings over the characters the patterns treat
+ * specially (contractions in both cases, the six ASCII spaces, controls).
+ */
+static void
+test_ascii_splitter(void)
+{
+    int                i, k, bad, len, failed;
+    char               err[256];
+    uint8_t            s[64];
+    uint32_t           seed;
+    pieces_t           a, b;
+    kvr_tok_pretok_t  *pt;
+    const char        *alphabet;
+    static const char *patterns[] = {
+        "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}"
+        "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+        "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+"
+        "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+"
+        "|\\s+(?!\\S)|\\s+"
+    };
+
+    alphabet = "'sStTrReEvVmMlLdDaZx0917    \t\n\r\v\f\n\r !.,-_(\"\\"
+               "\x01\x1c\x1f\x7f";
+    seed = 12345;
+
+    for (k = 0; k < 2; k++) {
+        pt = kvr_tok_pretok_create(patterns[k], err, sizeof(err));
+        if (pt == NULL) {
+            tap_ok(0, "ascii splitter: pattern %d: %s", k, err);
+            continue;
+        }
+
+        bad = 0;
+
+        for (i = 0; i < 300000; i++) {
+            seed = seed * 1103515245 + 12345;
+            len = 1 + (seed >> 16) % 40;
+
+            for (int j = 0; j < len; j++) {
+                seed = seed * 1103515245 + 12345;
+                s[j] = (uint8_t) alphabet[(seed >> 16) % strlen(alphabet)];
+            }
+
+            memset(&a, 0, sizeof(a));
+            memset(&b, 0, sizeof(b));
+
+            failed = kvr_tok_pretok_split_ascii(pt, s, len, collect_piece, &a)
+                     | kvr_tok_pretok_split_pcre2(pt, s, len, collect_piece,
+                                                  &b);
+
+            if (failed || a.n != b.n
+                || memcmp(a.ends, b.ends, a.n * sizeof(size_t)) != 0)
+            {
+                if (bad++ < 3) {
+                    printf("# differs: \"");
+                    for (int j = 0; j < len; j++) {
+                        printf(s[j] >= 0x20 && s[j] < 0x7f ? "%c" : "\\x%02x",
+                               s[j]);
+                    }
+                    printf("\"\n");
+                }
+            }
+        }
+
+        tap_ok(bad == 0, "ascii splitter = PCRE2 on 300k strings, %s",
+               k ? "Llama-3" : "Qwen3");
+        kvr_tok_pretok_free(pt);
+    }
+}
+
+
 static void
 test_rewrite(void)
 {
@@ -623,6 +720,7 @@ main(void)
     test_nfc_inert();
     test_nfc();
     test_rewrite();
+    test_ascii_splitter();
     test_tiny();
     test_models();
 
