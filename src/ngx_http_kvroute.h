@@ -15,6 +15,7 @@
 
 #include "kvr_index.h"
 #include "kvr_policy.h"
+#include "kvr_tokenizer.h"
 
 
 #define NGX_HTTP_KVROUTE_MAX_ROWS     64
@@ -89,6 +90,10 @@ typedef struct {
     size_t                           chunk_bytes;   /* text key chunk */
     kvr_policy_conf_t                policy;
 
+    /* loaded in the master at configuration time, shared by the workers */
+    kvr_tokenizer_t                 *tokenizer;
+    kvr_ids_t                        ids;        /* per process scratch */
+
     ngx_http_upstream_srv_conf_t    *upstream;
 
     /* index slot of each peer (primaries, then backups); per process */
@@ -108,9 +113,19 @@ typedef struct {
 } ngx_http_kvroute_main_conf_t;
 
 
+/* what the block keys were made of */
+typedef enum {
+    NGX_HTTP_KVROUTE_KEYS_NONE = 0,
+    NGX_HTTP_KVROUTE_KEYS_TEXT,        /* text chunks */
+    NGX_HTTP_KVROUTE_KEYS_TOKENS,      /* the prompt tokenized by kvroute */
+    NGX_HTTP_KVROUTE_KEYS_IDS          /* token ids sent by the client */
+} ngx_http_kvroute_keys_e;
+
+
 /* per request, kept across retries */
 typedef struct {
     ngx_uint_t                       reason;
+    ngx_uint_t                       keys;
     uint64_t                        *hashes;
     ngx_uint_t                       nblocks;
     ngx_uint_t                       tokens;

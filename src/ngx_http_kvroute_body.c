@@ -27,6 +27,8 @@ static ngx_int_t ngx_http_kvroute_body_bytes(ngx_http_request_t *r,
     size_t max, u_char **data, size_t *len);
 static void ngx_http_kvroute_log_reason(ngx_http_request_t *r,
     ngx_uint_t reason, size_t body_len);
+static void ngx_http_kvroute_log_tokenizer(ngx_http_request_t *r,
+    int status);
 
 
 static ngx_uint_t  ngx_http_kvroute_parse_reasons[] = {
@@ -141,7 +143,8 @@ ngx_http_kvroute_analyze(ngx_http_request_t *r,
     ngx_http_kvroute_srv_conf_t *kcf, ngx_http_kvroute_ctx_t *ctx)
 {
     u_char              *body;
-    size_t               len, max_blocks;
+    size_t               len, max_blocks, n_ids;
+    uint32_t            *ids;
     uint64_t             seed;
     ngx_int_t            endpoint, rc;
     kvr_request_t        req;
@@ -194,9 +197,40 @@ ngx_http_kvroute_analyze(ngx_http_request_t *r,
     seed = kvr_hash_seed(req.model, req.model_len, req.cache_salt,
                          req.cache_salt_len);
 
-    if (req.ids) {
-        ctx->tokens = req.n_ids;
-        max_blocks = req.n_ids / kcf->block_size;
+    ids = req.ids;
+    n_ids = req.n_ids;
+    ctx->keys = ids ? NGX_HTTP_KVROUTE_KEYS_IDS : NGX_HTTP_KVROUTE_KEYS_TEXT;
+
+    /*
+     * a completions prompt is tokenized as vLLM does it (special tokens
+     * added); chat prompts keep text keys until their template renders
+     */
+
+    if (ids == NULL && kcf->tokenizer
+        && endpoint == KVR_ENDPOINT_COMPLETIONS)
+    {
+        if (kcf->ids.max == 0) {
+            kvr_ids_init(&kcf->ids, kcf->max_body + 16);
+        }
+
+        kvr_ids_reset(&kcf->ids);
+
+        rc = kvr_tokenizer_encode(kcf->tokenizer, req.text, req.text_len, 1,
+                                  &kcf->ids);
+
+        if (rc == KVR_TOK_OK) {
+            ids = kcf->ids.ids;
+            n_ids = kcf->ids.n;
+            ctx->keys = NGX_HTTP_KVROUTE_KEYS_TOKENS;
+
+        } else {
+            ngx_http_kvroute_log_tokenizer(r, rc);
+        }
+    }
+
+    if (ids) {
+        ctx->tokens = n_ids;
+        max_blocks = n_ids / kcf->block_size;
 
     } else {
         /* about 4 bytes of text per token, as text chunks assume */
@@ -217,10 +251,9 @@ ngx_http_kvroute_analyze(ngx_http_request_t *r,
         return;
     }
 
-    if (req.ids) {
-        ctx->nblocks = kvr_hash_token_blocks(req.ids, req.n_ids,
-                                             kcf->block_size, seed,
-                                             ctx->hashes, max_blocks);
+    if (ids) {
+        ctx->nblocks = kvr_hash_token_blocks(ids, n_ids, kcf->block_size,
+                                             seed, ctx->hashes, max_blocks);
     } else {
         ctx->nblocks = kvr_hash_text_blocks(req.text, req.text_len,
                                             kcf->chunk_bytes, seed,
@@ -377,6 +410,34 @@ ngx_http_kvroute_log_reason(ngx_http_request_t *r, ngx_uint_t reason,
                   hidden[reason]);
 
     hidden[reason] = 0;
+}
+
+
+/* a prompt the tokenizer refused keeps text keys; said once a second */
+
+static void
+ngx_http_kvroute_log_tokenizer(ngx_http_request_t *r, int status)
+{
+    static time_t      last;
+    static ngx_uint_t  hidden;
+
+    time_t  now;
+
+    now = ngx_time();
+
+    if (now - last < NGX_HTTP_KVROUTE_LOG_INTERVAL) {
+        hidden++;
+        return;
+    }
+
+    last = now;
+
+    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                  "kvroute: tokenizer refused the prompt (%s), text keys"
+                  " used (%ui alike not logged)",
+                  kvr_tokenizer_status_name(status), hidden);
+
+    hidden = 0;
 }
 
 

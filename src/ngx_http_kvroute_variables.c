@@ -46,7 +46,16 @@ enum {
     NGX_HTTP_KVROUTE_VAR_OVERLAP,
     NGX_HTTP_KVROUTE_VAR_BLOCKS,
     NGX_HTTP_KVROUTE_VAR_TOKENS,
-    NGX_HTTP_KVROUTE_VAR_USEC
+    NGX_HTTP_KVROUTE_VAR_USEC,
+    NGX_HTTP_KVROUTE_VAR_KEYS
+};
+
+
+static ngx_str_t  ngx_http_kvroute_keys_names[] = {
+    ngx_string("-"),
+    ngx_string("text"),
+    ngx_string("tokens"),
+    ngx_string("ids")
 };
 
 
@@ -69,6 +78,9 @@ static ngx_http_variable_t  ngx_http_kvroute_vars[] = {
 
     { ngx_string("kvroute_decision_us"), NULL, ngx_http_kvroute_variable,
       NGX_HTTP_KVROUTE_VAR_USEC, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("kvroute_keys"), NULL, ngx_http_kvroute_variable,
+      NGX_HTTP_KVROUTE_VAR_KEYS, NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
       ngx_http_null_variable
 };
@@ -123,6 +135,10 @@ ngx_http_kvroute_variable(ngx_http_request_t *r,
 
     case NGX_HTTP_KVROUTE_VAR_REASON:
         s = &ngx_http_kvroute_reason_names[ctx->reason];
+        goto string;
+
+    case NGX_HTTP_KVROUTE_VAR_KEYS:
+        s = &ngx_http_kvroute_keys_names[ctx->keys];
         goto string;
 
     case NGX_HTTP_KVROUTE_VAR_OVERLAP:

