@@ -14,4 +14,11 @@ test-bench: bench-deps
 
 TEST_TARGETS += test-bench
 
-.PHONY: bench-deps test-bench
+# `make bench`: the seed's grid for every router, 3 runs a point (hours at
+# time scale 1); continues where an interrupted run stopped
+BENCH_ROUTERS ?= round_robin,random,hash,kvroute-approx,kvroute-dynamo
+
+bench: deps module bench-deps
+	$(BENCH_DIR)/kvbench grid --routers $(BENCH_ROUTERS) --runs 3 --resume
+
+.PHONY: bench-deps test-bench bench
