@@ -373,7 +373,7 @@ collect_piece(void *ctx, const uint8_t *piece, size_t len)
 static void
 test_ascii_splitter(void)
 {
-    int                i, k, bad, len, failed;
+    int                i, j, k, bad, len, failed;
     char               err[256];
     uint8_t            s[64];
     uint32_t           seed;
@@ -405,7 +405,7 @@ test_ascii_splitter(void)
             seed = seed * 1103515245 + 12345;
             len = 1 + (seed >> 16) % 40;
 
-            for (int j = 0; j < len; j++) {
+            for (j = 0; j < len; j++) {
                 seed = seed * 1103515245 + 12345;
                 s[j] = (uint8_t) alphabet[(seed >> 16) % strlen(alphabet)];
             }
@@ -422,7 +422,7 @@ test_ascii_splitter(void)
             {
                 if (bad++ < 3) {
                     printf("# differs: \"");
-                    for (int j = 0; j < len; j++) {
+                    for (j = 0; j < len; j++) {
                         printf(s[j] >= 0x20 && s[j] < 0x7f ? "%c" : "\\x%02x",
                                s[j]);
                     }
