@@ -7,6 +7,8 @@
 #   seedcolors one colour name per seed column, space-separated
 #   outfile, plottitle, ylab, yr (e.g. "[0:105]"), xtics (e.g. "(2, 7, 12, 24)")
 
+if (!exists("seedcolors")) seedcolors = "gray30 red orange gray60"
+
 if (strstrt(GPVAL_TERMINALS, "pngcairo") > 0) {
     set terminal pngcairo size 900,560 enhanced font "Sans,11"
 } else {
