@@ -145,6 +145,7 @@ const SPEC = {
   'time-scale': { type: 'string', default: '1' },
   port: { type: 'string', default: '28000' },
   resume: { type: 'boolean', default: false },
+  until: { type: 'string' },
   'table-only': { type: 'boolean', default: false },
   'no-plots': { type: 'boolean', default: false },
   check: { type: 'boolean', default: false },
@@ -154,10 +155,13 @@ const SPEC = {
 const USAGE = `usage: node bench/grid.js [--routers round_robin,random,hash,kvroute-approx]
            [--workers 6,3] [--prefixes 2,7,12,24] [--concurrency 4,8,16]
            [--runs 3] [--requests 240] [--seed 1] [--out bench/results]
-           [--time-scale 1] [--port 28000] [--resume] [--table-only] [--no-plots]
+           [--time-scale 1] [--port 28000] [--resume] [--until HH:MM]
+           [--table-only] [--no-plots]
        node bench/grid.js --check [seed-experiment.md]
 --resume      skip points already in OUT/grid.jsonl (same requests, seed,
               runs and time scale)
+--until HH:MM start no point after this UTC time (today); the rest is left
+              for --resume
 --table-only  only regenerate OUT/grid.md and the PNGs from OUT/grid.jsonl
 --check       compare the hard-coded seed figures with the document's tables
 --port P      nginx on P, engines on P+1.., KV events on P+1081..
@@ -269,8 +273,13 @@ async function runGrid(o) {
   const log = (m) => process.stderr.write(`grid [${fmtDuration((Date.now() - t0) / 1000)}] ${m}\n`);
   log(`${points.length} points, ${points.length - todo.length} already in ${file}, ${todo.length} to run`);
   let failed = 0;
+  let recorded = 0;
   for (let i = 0; i < todo.length; i++) {
     const pt = todo[i];
+    if (o.until && Date.now() >= o.until.getTime()) {
+      log(`it is past --until ${o.until.toISOString()}: ${todo.length - i} points left for --resume`);
+      break;
+    }
     const name = `${pt.router} w${pt.workers} p${pt.prefixes} c${pt.concurrency}`;
     log(`(${i + 1}/${todo.length}) ${name} ...`);
     const started = new Date();
@@ -299,11 +308,12 @@ async function runGrid(o) {
     // kvbench's `requests` is the number sent; keep the key on the requested one
     r.requests = o.requests;
     fs.appendFileSync(file, JSON.stringify(r) + '\n');
+    recorded++;
     log(`(${i + 1}/${todo.length}) ${name} done in ${secs.toFixed(1)} s: hit ${pct(r.request_hit_rate)}, ` +
       `ctr ${fix(r.cached_token_ratio, 3)}, TTFT ${fix(r.ttft_p50_ms, 0)}/${fix(r.ttft_p99_ms, 0)} ms, ` +
       `${fix(r.requests_per_s, 1)} req/s, errors ${r.errors}`);
   }
-  log(`finished: ${todo.length - failed} points recorded, ${failed} failed`);
+  log(`finished: ${recorded} points recorded, ${failed} failed, ${todo.length - recorded - failed} not run`);
   return failed;
 }
 
@@ -657,6 +667,12 @@ async function main() {
     port: posInt(v.port, 'port'),
     resume: v.resume,
   };
+  if (v.until !== undefined) {
+    const m = /^(\d{1,2}):(\d{2})$/.exec(v.until);
+    if (!m || Number(m[1]) > 23 || Number(m[2]) > 59) throw new Error('--until: expected HH:MM (UTC)');
+    o.until = new Date();
+    o.until.setUTCHours(Number(m[1]), Number(m[2]), 0, 0);
+  }
   if (!(o.timeScale > 0)) throw new Error('--time-scale must be > 0');
   if (o.runs < 1 || o.requests < 1) throw new Error('--runs and --requests must be >= 1');
   if (o.routers.length === 0) throw new Error('--routers: empty list');
