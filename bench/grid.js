@@ -15,6 +15,8 @@ const path = require('node:path');
 const { spawn, spawnSync } = require('node:child_process');
 const { parseArgs } = require('node:util');
 
+const { routerTable } = require('./loadgen/routers');
+
 const BENCH = __dirname;
 const KVBENCH = path.join(BENCH, 'kvbench');
 const PLOT_GP = path.join(BENCH, 'plot.gp');
@@ -134,7 +136,7 @@ function upperBound(w, p) {
 // options
 // ---------------------------------------------------------------------------
 const SPEC = {
-  routers: { type: 'string', default: 'round_robin,random,hash,kvroute-approx' },
+  routers: { type: 'string' },
   workers: { type: 'string', default: '6,3' },
   prefixes: { type: 'string', default: '2,7,12,24' },
   concurrency: { type: 'string', default: '4,8,16' },
@@ -152,7 +154,11 @@ const SPEC = {
   help: { type: 'boolean', short: 'h' },
 };
 
-const USAGE = `usage: node bench/grid.js [--routers round_robin,random,hash,kvroute-approx]
+// the default routers: the seed's baselines, the oracle and kvroute's modes
+// that kvbench knows
+const DEFAULT_ROUTERS = ['round_robin', 'random', 'hash', 'kvroute-approx', 'kvroute-dynamo'];
+
+const USAGE = `usage: node bench/grid.js [--routers round_robin,random,hash,kvroute-approx,kvroute-dynamo]
            [--workers 6,3] [--prefixes 2,7,12,24] [--concurrency 4,8,16]
            [--runs 3] [--requests 240] [--seed 1] [--out bench/results]
            [--time-scale 1] [--port 28000] [--resume] [--until HH:MM]
@@ -389,7 +395,7 @@ function tablePlan(w) {
     return [
       ['hit', [8], '', hitBound],
       ['ctr', [8], '', ctrBound],
-      ['p99', [8], '', {}],
+      ['ttft', [8], ' (seed: p99 only)', {}],
       ['rps', [8], '', {}],
       ['hit', [4, 16], ' (seed: KV routing only, from its upper-bound table)', hitBound],
       ['ttft', [16], ' (seed: the overload point only)', {}],
@@ -402,6 +408,8 @@ function tablePlan(w) {
     ['epp', [4], '', {}],
     ['ttft', [4, 16], '', {}],
     ['rps', [16], '', {}],
+    ['ttft', [8], ' (seed: 2 types only, its frontend-hop note)', {}],
+    ['rps', [8], ' (not in the seed)', {}],
     ['hit', [4, 16], ' (seed: KV routing only, from its upper-bound table)', hitBound],
   ];
 }
@@ -654,8 +662,10 @@ async function main() {
     return problems.length || compared === 0 ? 1 : 0;
   }
   if (positionals.length) throw new Error(`unexpected argument ${positionals[0]}`);
+  const known = Object.keys(routerTable(path.dirname(BENCH), path.join(path.dirname(BENCH), 'build')));
   const o = {
-    routers: v.routers.split(',').filter((x) => x !== ''),
+    routers: v.routers === undefined ? DEFAULT_ROUTERS.filter((r) => known.includes(r))
+      : v.routers.split(',').filter((x) => x !== ''),
     workers: intList(v.workers, 'workers'),
     prefixes: intList(v.prefixes, 'prefixes'),
     concurrency: intList(v.concurrency, 'concurrency'),
@@ -676,6 +686,10 @@ async function main() {
   if (!(o.timeScale > 0)) throw new Error('--time-scale must be > 0');
   if (o.runs < 1 || o.requests < 1) throw new Error('--runs and --requests must be >= 1');
   if (o.routers.length === 0) throw new Error('--routers: empty list');
+  const unknown = o.routers.filter((r) => !known.includes(r));
+  if (unknown.length && !v['table-only']) {
+    throw new Error(`unknown router(s) ${unknown.join(', ')}; bench/kvbench routers lists: ${known.join(', ')}`);
+  }
   fs.mkdirSync(o.out, { recursive: true });
   let failed = 0;
   if (!v['table-only']) failed = await runGrid(o);
