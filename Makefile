@@ -28,6 +28,9 @@ include mk/bench.mk
 include mk/demo.mk
 include mk/fuzz.mk
 include mk/tokenizer.mk
+-include mk/jinja.mk
+-include mk/events.mk
+-include mk/asan.mk
 
 test: deps all
 	$(MAKE) --no-print-directory $(TEST_TARGETS)
