@@ -1,0 +1,1406 @@
+/*
+ * Copyright (C) kvroute developers
+ *
+ * The KV event decoder (interface and accepted forms in kvr_events.h).
+ *
+ * Why a msgpack reader of our own rather than msgpack-c's unpacker: the
+ * unpacker builds an object tree in a zone, allocating for every declared
+ * array and map length (a hostile 5-byte header declares 2^32 elements)
+ * and copying what we only look at once; its depth bound is a compile-time
+ * constant.  The subset needed here is one header format (~30 type bytes),
+ * so reading it in place costs little code, no allocation per message,
+ * no link dependency, and lets every length be checked against the bytes
+ * left before it is used: a container of n values needs at least n bytes.
+ *
+ * Two passes over a payload: the first validates all of it (msgpack
+ * grammar, depth, limits, the batch's own fields) without looking into
+ * events; the second decodes the events.  Checking first keeps a consumer
+ * from applying half of a corrupt batch and makes dp_rank, which follows
+ * the events, known before them.  The second pass still checks every
+ * bound itself and does not rely on the first.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kvr_events.h"
+
+
+typedef enum {
+    KVR_MP_NIL = 1,
+    KVR_MP_BOOL,
+    KVR_MP_UINT,        /* a non-negative int, any width: value in n */
+    KVR_MP_NINT,        /* a negative int: two's complement bits in n */
+    KVR_MP_FLOAT,
+    KVR_MP_STR,
+    KVR_MP_BIN,
+    KVR_MP_EXT,
+    KVR_MP_ARRAY,       /* n elements */
+    KVR_MP_MAP          /* n pairs */
+} kvr_mp_type_e;
+
+
+/* one msgpack header: scalars whole, containers as their count */
+typedef struct {
+    kvr_mp_type_e        type;
+    uint64_t             n;         /* int bits, byte length or count */
+    double               f;
+    const uint8_t       *data;      /* str, bin, ext bytes */
+} kvr_mp_t;
+
+
+/* the fields an event may carry; a bit each in the seen and bad masks */
+typedef enum {
+    KVR_F_IGNORE = 0,
+    KVR_F_TYPE,
+    KVR_F_HASHES,
+    KVR_F_PARENT,
+    KVR_F_TOKENS,
+    KVR_F_BLOCK_SIZE,
+    KVR_F_LORA_ID,
+    KVR_F_MEDIUM,
+    KVR_F_LORA_NAME,
+    KVR_F_LORA_OR_META,     /* array position 7: lora_name or SGLang map */
+    KVR_F_GROUP_IDX,
+    KVR_F_SPEC_KIND,
+    KVR_F_SALT
+} kvr_events_field_e;
+
+#define KVR_BIT(f)  (1u << (f))
+
+#define KVR_STORED_REQUIRED                                                  \
+    (KVR_BIT(KVR_F_HASHES) | KVR_BIT(KVR_F_PARENT) | KVR_BIT(KVR_F_TOKENS)   \
+     | KVR_BIT(KVR_F_BLOCK_SIZE))
+
+#define KVR_STORED_FIELDS                                                    \
+    (KVR_STORED_REQUIRED | KVR_BIT(KVR_F_LORA_ID) | KVR_BIT(KVR_F_MEDIUM)    \
+     | KVR_BIT(KVR_F_LORA_NAME) | KVR_BIT(KVR_F_LORA_OR_META)                \
+     | KVR_BIT(KVR_F_GROUP_IDX) | KVR_BIT(KVR_F_SPEC_KIND)                   \
+     | KVR_BIT(KVR_F_SALT))
+
+#define KVR_REMOVED_REQUIRED  KVR_BIT(KVR_F_HASHES)
+
+#define KVR_REMOVED_FIELDS                                                   \
+    (KVR_REMOVED_REQUIRED | KVR_BIT(KVR_F_MEDIUM) | KVR_BIT(KVR_F_GROUP_IDX))
+
+
+/* array-era positions (after the tag) of each event's fields */
+static const uint8_t  kvr_events_stored_pos[] = {
+    KVR_F_HASHES, KVR_F_PARENT, KVR_F_TOKENS, KVR_F_BLOCK_SIZE,
+    KVR_F_LORA_ID, KVR_F_MEDIUM, KVR_F_LORA_OR_META, KVR_F_IGNORE,
+    KVR_F_GROUP_IDX, KVR_F_SPEC_KIND
+};
+
+static const uint8_t  kvr_events_removed_pos[] = {
+    KVR_F_HASHES, KVR_F_MEDIUM, KVR_F_GROUP_IDX
+};
+
+
+struct kvr_events_decoder_s {
+    kvr_events_limits_t  limits;
+    uint64_t            *hashes;
+    uint32_t            *tokens;
+};
+
+
+/* the state of one event being decoded */
+typedef struct {
+    kvr_events_decoder_t  *dec;
+    kvr_event_t            ev;
+    uint32_t               seen;       /* fields decoded */
+    uint32_t               bad;        /* fields with a bad value */
+    uint32_t               depth;      /* levels a field value may have */
+    unsigned               known:1;    /* an event to deliver */
+    unsigned               malformed:1;
+} kvr_events_ctx_t;
+
+
+static const uint8_t *kvr_mp_read(const uint8_t *p, const uint8_t *end,
+    kvr_mp_t *v);
+static const uint8_t *kvr_mp_skip(const uint8_t *p, const uint8_t *end,
+    uint32_t depth, kvr_events_status_e *err);
+static kvr_events_status_e kvr_events_check(kvr_events_decoder_t *dec,
+    const uint8_t *buf, size_t len, kvr_event_batch_t *batch,
+    const uint8_t **events);
+static const uint8_t *kvr_events_event(kvr_events_ctx_t *ctx,
+    const uint8_t *p, const uint8_t *end);
+static const uint8_t *kvr_events_field(kvr_events_ctx_t *ctx,
+    kvr_events_field_e field, const uint8_t *p, const uint8_t *end);
+static kvr_events_field_e kvr_events_key(const uint8_t *key, size_t len);
+static const uint8_t *kvr_events_hashes(kvr_events_ctx_t *ctx,
+    const uint8_t *p, const uint8_t *end);
+static const uint8_t *kvr_events_hash(const uint8_t *p, const uint8_t *end,
+    uint64_t *hash);
+static const uint8_t *kvr_events_tokens(kvr_events_ctx_t *ctx,
+    const uint8_t *p, const uint8_t *end);
+static const uint8_t *kvr_events_meta(kvr_events_ctx_t *ctx,
+    const uint8_t *p, const uint8_t *end);
+static const uint8_t *kvr_events_str(const uint8_t *p, const uint8_t *end,
+    const uint8_t **s, size_t *len);
+static const uint8_t *kvr_events_int(const uint8_t *p, const uint8_t *end,
+    int64_t *value, unsigned *has);
+static int kvr_events_tag(const uint8_t *tag, size_t len,
+    kvr_event_type_e *type);
+
+
+static uint64_t
+kvr_be(const uint8_t *p, size_t n)
+{
+    uint64_t  v;
+
+    v = 0;
+
+    while (n--) {
+        v = (v << 8) | *p++;
+    }
+
+    return v;
+}
+
+
+void
+kvr_events_limits_default(kvr_events_limits_t *limits)
+{
+    limits->max_bytes = (size_t) 16 << 20;
+    limits->max_depth = 16;
+    limits->max_events = 65536;
+    limits->max_hashes = 65536;
+    limits->max_tokens = 1u << 20;
+}
+
+
+kvr_events_decoder_t *
+kvr_events_decoder_create(const kvr_events_limits_t *limits)
+{
+    kvr_events_decoder_t  *dec;
+
+    /* depth 4 is the least a batch of BlockStored needs */
+    if (limits->max_bytes == 0 || limits->max_bytes > KVR_EVENTS_BYTES_CAP
+        || limits->max_depth < 4 || limits->max_depth > KVR_EVENTS_DEPTH_CAP
+        || limits->max_events == 0
+        || limits->max_events > KVR_EVENTS_EVENTS_CAP
+        || limits->max_hashes == 0
+        || limits->max_hashes > KVR_EVENTS_HASHES_CAP
+        || limits->max_tokens == 0
+        || limits->max_tokens > KVR_EVENTS_TOKENS_CAP)
+    {
+        return NULL;
+    }
+
+    dec = calloc(1, sizeof(kvr_events_decoder_t));
+    if (dec == NULL) {
+        return NULL;
+    }
+
+    dec->limits = *limits;
+    dec->hashes = malloc((size_t) limits->max_hashes * sizeof(uint64_t));
+    dec->tokens = malloc((size_t) limits->max_tokens * sizeof(uint32_t));
+
+    if (dec->hashes == NULL || dec->tokens == NULL) {
+        kvr_events_decoder_destroy(dec);
+        return NULL;
+    }
+
+    return dec;
+}
+
+
+void
+kvr_events_decoder_destroy(kvr_events_decoder_t *dec)
+{
+    if (dec == NULL) {
+        return;
+    }
+
+    free(dec->hashes);
+    free(dec->tokens);
+    free(dec);
+}
+
+
+kvr_events_status_e
+kvr_events_frame(const kvr_events_frame_t *frames, size_t n_frames,
+    kvr_events_message_t *msg)
+{
+    memset(msg, 0, sizeof(kvr_events_message_t));
+
+    if (n_frames != 3) {
+        return KVR_EVENTS_ERR_FRAMES;
+    }
+
+    if (frames[1].len != 8 || frames[1].data == NULL) {
+        return KVR_EVENTS_ERR_SEQ;
+    }
+
+    msg->topic = frames[0].data;
+    msg->topic_len = frames[0].len;
+    msg->seq = kvr_be(frames[1].data, 8);
+    msg->payload = frames[2].data;
+    msg->payload_len = frames[2].len;
+
+    return KVR_EVENTS_OK;
+}
+
+
+kvr_events_replay_layout_e
+kvr_events_replay_layout(const kvr_events_frame_t *frames, size_t n_frames)
+{
+    /* frame 0 is the empty delimiter the ROUTER puts after the identity */
+    if (n_frames == 0 || frames[0].len != 0) {
+        return KVR_EVENTS_REPLAY_NONE;
+    }
+
+    if (n_frames == 3) {
+        return KVR_EVENTS_REPLAY_PLAIN;
+    }
+
+    if (n_frames == 4) {
+        return KVR_EVENTS_REPLAY_TOPIC;
+    }
+
+    return KVR_EVENTS_REPLAY_NONE;
+}
+
+
+kvr_events_status_e
+kvr_events_replay_frame(const kvr_events_frame_t *frames, size_t n_frames,
+    kvr_events_replay_t *out)
+{
+    size_t                     seq;
+    kvr_events_message_t      *msg;
+    kvr_events_replay_layout_e  layout;
+
+    memset(out, 0, sizeof(kvr_events_replay_t));
+    msg = &out->msg;
+
+    layout = kvr_events_replay_layout(frames, n_frames);
+    if (layout == KVR_EVENTS_REPLAY_NONE) {
+        return KVR_EVENTS_ERR_FRAMES;
+    }
+
+    out->layout = layout;
+    seq = (layout == KVR_EVENTS_REPLAY_PLAIN) ? 1 : 2;
+
+    if (frames[seq].len != 8 || frames[seq].data == NULL) {
+        return KVR_EVENTS_ERR_SEQ;
+    }
+
+    if (layout == KVR_EVENTS_REPLAY_TOPIC) {
+        msg->topic = frames[1].data;
+        msg->topic_len = frames[1].len;
+    }
+
+    msg->seq = kvr_be(frames[seq].data, 8);
+    msg->payload = frames[seq + 1].data;
+    msg->payload_len = frames[seq + 1].len;
+
+    /* END_SEQ goes with an empty payload and only with one */
+    if ((msg->seq == KVR_EVENTS_END_SEQ) != (msg->payload_len == 0)) {
+        return KVR_EVENTS_ERR_FRAMES;
+    }
+
+    out->end = (msg->seq == KVR_EVENTS_END_SEQ);
+
+    return KVR_EVENTS_OK;
+}
+
+
+kvr_events_status_e
+kvr_events_decode(kvr_events_decoder_t *dec, const uint8_t *buf, size_t len,
+    kvr_event_batch_t *batch, kvr_event_handler_pt handler, void *data)
+{
+    uint32_t             i;
+    kvr_mp_t             v;
+    const uint8_t       *p, *end;
+    kvr_events_ctx_t     ctx;
+    kvr_events_status_e  rc;
+
+    memset(batch, 0, sizeof(kvr_event_batch_t));
+
+    if (buf == NULL) {
+        return KVR_EVENTS_ERR_MSGPACK;
+    }
+
+    rc = kvr_events_check(dec, buf, len, batch, &p);
+    if (rc != KVR_EVENTS_OK) {
+        return rc;
+    }
+
+    end = buf + len;
+
+    p = kvr_mp_read(p, end, &v);
+    if (p == NULL || v.type != KVR_MP_ARRAY) {
+        return KVR_EVENTS_ERR_MSGPACK;
+    }
+
+    batch->n_events = (uint32_t) v.n;
+
+    for (i = 0; i < batch->n_events; i++) {
+        memset(&ctx, 0, sizeof(kvr_events_ctx_t));
+        ctx.dec = dec;
+        ctx.depth = dec->limits.max_depth - 3;
+
+        p = kvr_events_event(&ctx, p, end);
+        if (p == NULL) {
+            return KVR_EVENTS_ERR_MSGPACK;
+        }
+
+        if (ctx.malformed) {
+            batch->n_malformed++;
+            continue;
+        }
+
+        if (!ctx.known) {
+            batch->n_unknown++;
+            continue;
+        }
+
+        batch->n_delivered++;
+
+        if (handler != NULL && handler(data, batch, &ctx.ev) != 0) {
+            return KVR_EVENTS_ERR_ABORTED;
+        }
+    }
+
+    return KVR_EVENTS_OK;
+}
+
+
+const char *
+kvr_events_status_name(kvr_events_status_e status)
+{
+    switch (status) {
+
+    case KVR_EVENTS_OK:
+        return "ok";
+
+    case KVR_EVENTS_ERR_FRAMES:
+        return "bad-frames";
+
+    case KVR_EVENTS_ERR_SEQ:
+        return "bad-sequence";
+
+    case KVR_EVENTS_ERR_TOO_BIG:
+        return "too-big";
+
+    case KVR_EVENTS_ERR_MSGPACK:
+        return "bad-msgpack";
+
+    case KVR_EVENTS_ERR_DEPTH:
+        return "too-deep";
+
+    case KVR_EVENTS_ERR_EVENTS:
+        return "too-many-events";
+
+    case KVR_EVENTS_ERR_BATCH:
+        return "not-a-batch";
+
+    case KVR_EVENTS_ERR_ABORTED:
+        return "aborted";
+    }
+
+    return "unknown";
+}
+
+
+/*
+ * Reads one header and, for str, bin and ext, skips the bytes.  NULL when
+ * the input ends early, on 0xc1, or when a container declares more values
+ * than bytes are left (each value takes one at least).
+ */
+static const uint8_t *
+kvr_mp_read(const uint8_t *p, const uint8_t *end, kvr_mp_t *v)
+{
+    size_t    left, size;
+    unsigned  c;
+
+    if (p >= end) {
+        return NULL;
+    }
+
+    c = *p++;
+    left = (size_t) (end - p);
+
+    if (c < 0x80) {
+        v->type = KVR_MP_UINT;
+        v->n = c;
+        return p;
+    }
+
+    if (c >= 0xe0) {
+        v->type = KVR_MP_NINT;
+        v->n = (uint64_t) (int64_t) (int8_t) c;
+        return p;
+    }
+
+    if (c < 0x90) {
+        v->type = KVR_MP_MAP;
+        v->n = c & 0x0f;
+        goto container;
+    }
+
+    if (c < 0xa0) {
+        v->type = KVR_MP_ARRAY;
+        v->n = c & 0x0f;
+        goto container;
+    }
+
+    if (c < 0xc0) {
+        v->type = KVR_MP_STR;
+        v->n = c & 0x1f;
+        goto bytes;
+    }
+
+    switch (c) {
+
+    case 0xc0:
+        v->type = KVR_MP_NIL;
+        return p;
+
+    case 0xc2:
+    case 0xc3:
+        v->type = KVR_MP_BOOL;
+        v->n = c & 1;
+        return p;
+
+    case 0xc4:
+    case 0xc5:
+    case 0xc6:
+    case 0xd9:
+    case 0xda:
+    case 0xdb:
+        v->type = (c <= 0xc6) ? KVR_MP_BIN : KVR_MP_STR;
+        size = (size_t) 1 << ((c <= 0xc6) ? c - 0xc4 : c - 0xd9);
+        if (left < size) {
+            return NULL;
+        }
+        v->n = kvr_be(p, size);
+        p += size;
+        left -= size;
+        goto bytes;
+
+    case 0xc7:
+    case 0xc8:
+    case 0xc9:
+        /* ext: length, a type byte, then the data */
+        size = (size_t) 1 << (c - 0xc7);
+        if (left < size + 1) {
+            return NULL;
+        }
+        v->type = KVR_MP_EXT;
+        v->n = kvr_be(p, size);
+        p += size + 1;
+        left -= size + 1;
+        goto bytes;
+
+    case 0xca:
+        if (left < 4) {
+            return NULL;
+        }
+        {
+            float     f32;
+            uint32_t  u32;
+
+            u32 = (uint32_t) kvr_be(p, 4);
+            memcpy(&f32, &u32, 4);
+            v->f = f32;
+        }
+        v->type = KVR_MP_FLOAT;
+        return p + 4;
+
+    case 0xcb:
+        if (left < 8) {
+            return NULL;
+        }
+        {
+            uint64_t  u64;
+
+            u64 = kvr_be(p, 8);
+            memcpy(&v->f, &u64, 8);
+        }
+        v->type = KVR_MP_FLOAT;
+        return p + 8;
+
+    case 0xcc:
+    case 0xcd:
+    case 0xce:
+    case 0xcf:
+        size = (size_t) 1 << (c - 0xcc);
+        if (left < size) {
+            return NULL;
+        }
+        v->type = KVR_MP_UINT;
+        v->n = kvr_be(p, size);
+        return p + size;
+
+    case 0xd0:
+    case 0xd1:
+    case 0xd2:
+    case 0xd3:
+        size = (size_t) 1 << (c - 0xd0);
+        if (left < size) {
+            return NULL;
+        }
+        v->n = kvr_be(p, size);
+
+        /* sign-extend from the encoded width */
+        if (size < 8 && (v->n >> (size * 8 - 1))) {
+            v->n |= ~(uint64_t) 0 << (size * 8);
+        }
+
+        v->type = ((int64_t) v->n < 0) ? KVR_MP_NINT : KVR_MP_UINT;
+        return p + size;
+
+    case 0xd4:
+    case 0xd5:
+    case 0xd6:
+    case 0xd7:
+    case 0xd8:
+        /* fixext: a type byte and 1, 2, 4, 8 or 16 bytes */
+        v->type = KVR_MP_EXT;
+        v->n = (uint64_t) 1 << (c - 0xd4);
+        if (left < 1) {
+            return NULL;
+        }
+        p++;
+        left--;
+        goto bytes;
+
+    case 0xdc:
+    case 0xdd:
+    case 0xde:
+    case 0xdf:
+        size = (c & 1) ? 4 : 2;
+        if (left < size) {
+            return NULL;
+        }
+        v->type = (c <= 0xdd) ? KVR_MP_ARRAY : KVR_MP_MAP;
+        v->n = kvr_be(p, size);
+        p += size;
+        left -= size;
+        goto container;
+
+    default:
+        /* 0xc1, never used */
+        return NULL;
+    }
+
+bytes:
+
+    if (v->n > left) {
+        return NULL;
+    }
+
+    v->data = p;
+
+    return p + v->n;
+
+container:
+
+    if ((v->type == KVR_MP_MAP ? v->n * 2 : v->n) > left) {
+        return NULL;
+    }
+
+    return p;
+}
+
+
+/*
+ * Skips one value, checking the grammar of all of it.  depth is how many
+ * container levels the value may have; no recursion, the open containers'
+ * remaining counts are on a stack of at most KVR_EVENTS_DEPTH_CAP.
+ */
+static const uint8_t *
+kvr_mp_skip(const uint8_t *p, const uint8_t *end, uint32_t depth,
+    kvr_events_status_e *err)
+{
+    uint32_t  n_open;
+    uint64_t  left, items;
+    kvr_mp_t  v;
+    uint64_t  stack[KVR_EVENTS_DEPTH_CAP];
+
+    n_open = 0;
+    left = 1;
+
+    if (depth > KVR_EVENTS_DEPTH_CAP) {
+        depth = KVR_EVENTS_DEPTH_CAP;
+    }
+
+    for ( ;; ) {
+
+        while (left == 0) {
+            if (n_open == 0) {
+                return p;
+            }
+
+            left = stack[--n_open];
+        }
+
+        left--;
+
+        /* the common case inside token arrays: a positive fixint */
+        if (p < end && *p < 0x80) {
+            p++;
+            continue;
+        }
+
+        p = kvr_mp_read(p, end, &v);
+        if (p == NULL) {
+            *err = KVR_EVENTS_ERR_MSGPACK;
+            return NULL;
+        }
+
+        if (v.type != KVR_MP_ARRAY && v.type != KVR_MP_MAP) {
+            continue;
+        }
+
+        if (n_open == depth) {
+            *err = KVR_EVENTS_ERR_DEPTH;
+            return NULL;
+        }
+
+        items = (v.type == KVR_MP_MAP) ? v.n * 2 : v.n;
+
+        stack[n_open++] = left;
+        left = items;
+    }
+}
+
+
+/*
+ * The first pass: the whole payload is one well-formed batch within the
+ * limits.  Fills ts and dp_rank and points *events at the events array.
+ */
+static kvr_events_status_e
+kvr_events_check(kvr_events_decoder_t *dec, const uint8_t *buf, size_t len,
+    kvr_event_batch_t *batch, const uint8_t **events)
+{
+    int                  is_map, have_ts;
+    uint64_t             i, n;
+    uint32_t             sub;
+    kvr_mp_t             v, k;
+    const uint8_t       *p, *end, *key, *value;
+    kvr_events_status_e  err;
+    enum { B_NONE, B_TS, B_EVENTS, B_RANK }  field;
+
+    if (len > dec->limits.max_bytes) {
+        return KVR_EVENTS_ERR_TOO_BIG;
+    }
+
+    end = buf + len;
+    sub = dec->limits.max_depth - 1;
+    have_ts = 0;
+    *events = NULL;
+
+    p = kvr_mp_read(buf, end, &v);
+    if (p == NULL) {
+        return KVR_EVENTS_ERR_MSGPACK;
+    }
+
+    if (v.type == KVR_MP_ARRAY) {
+        is_map = 0;
+        if (v.n < 2) {
+            return KVR_EVENTS_ERR_BATCH;
+        }
+
+    } else if (v.type == KVR_MP_MAP) {
+        is_map = 1;
+
+    } else {
+        return KVR_EVENTS_ERR_BATCH;
+    }
+
+    n = v.n;
+
+    for (i = 0; i < n; i++) {
+
+        if (is_map) {
+            key = p;
+            p = kvr_mp_read(p, end, &k);
+            if (p == NULL) {
+                return KVR_EVENTS_ERR_MSGPACK;
+            }
+
+            field = B_NONE;
+
+            if (k.type == KVR_MP_STR) {
+                if (k.n == 2 && memcmp(k.data, "ts", 2) == 0) {
+                    field = B_TS;
+
+                } else if (k.n == 6 && memcmp(k.data, "events", 6) == 0) {
+                    field = B_EVENTS;
+
+                } else if ((k.n == 18
+                            && memcmp(k.data, "data_parallel_rank", 18) == 0)
+                           || (k.n == 12
+                               && memcmp(k.data, "attn_dp_rank", 12) == 0))
+                {
+                    field = B_RANK;
+                }
+
+            } else if (k.type == KVR_MP_ARRAY || k.type == KVR_MP_MAP) {
+                p = kvr_mp_skip(key, end, sub, &err);
+                if (p == NULL) {
+                    return err;
+                }
+            }
+
+        } else {
+            field = (i == 0) ? B_TS : (i == 1) ? B_EVENTS
+                    : (i == 2) ? B_RANK : B_NONE;
+        }
+
+        value = p;
+
+        switch (field) {
+
+        case B_TS:
+            p = kvr_mp_read(p, end, &v);
+            if (p == NULL) {
+                return KVR_EVENTS_ERR_MSGPACK;
+            }
+
+            if (v.type == KVR_MP_FLOAT) {
+                batch->ts = v.f;
+
+            } else if (v.type == KVR_MP_UINT) {
+                batch->ts = (double) v.n;
+
+            } else if (v.type == KVR_MP_NINT) {
+                batch->ts = (double) (int64_t) v.n;
+
+            } else {
+                return KVR_EVENTS_ERR_BATCH;
+            }
+
+            have_ts = 1;
+            break;
+
+        case B_RANK:
+            p = kvr_mp_read(p, end, &v);
+            if (p == NULL) {
+                return KVR_EVENTS_ERR_MSGPACK;
+            }
+
+            if (v.type == KVR_MP_UINT || v.type == KVR_MP_NINT) {
+                batch->dp_rank = (int64_t) v.n;
+                batch->has_dp_rank = 1;
+
+            } else if (v.type == KVR_MP_NIL) {
+                batch->dp_rank = 0;
+                batch->has_dp_rank = 0;
+
+            } else {
+                return KVR_EVENTS_ERR_BATCH;
+            }
+
+            break;
+
+        case B_EVENTS:
+            if (kvr_mp_read(p, end, &v) == NULL) {
+                return KVR_EVENTS_ERR_MSGPACK;
+            }
+
+            if (v.type != KVR_MP_ARRAY) {
+                return KVR_EVENTS_ERR_BATCH;
+            }
+
+            if (v.n > dec->limits.max_events) {
+                return KVR_EVENTS_ERR_EVENTS;
+            }
+
+            *events = value;
+
+            /* fall through */
+
+        default:
+            p = kvr_mp_skip(value, end, sub, &err);
+            if (p == NULL) {
+                return err;
+            }
+        }
+    }
+
+    if (p != end) {
+        return KVR_EVENTS_ERR_MSGPACK;
+    }
+
+    if (!have_ts || *events == NULL) {
+        return KVR_EVENTS_ERR_BATCH;
+    }
+
+    return KVR_EVENTS_OK;
+}
+
+
+/*
+ * The second pass, one event.  Returns the end of the event, NULL only if
+ * the msgpack is broken (which the first pass has ruled out).  Sets
+ * ctx->known for an event to deliver, ctx->malformed for a bad one, and
+ * neither for an unknown tag.
+ */
+static const uint8_t *
+kvr_events_event(kvr_events_ctx_t *ctx, const uint8_t *p, const uint8_t *end)
+{
+    uint64_t              i, n;
+    uint32_t              n_pos, required, fields;
+    kvr_mp_t              v, k;
+    const uint8_t        *key, *tag, *pos;
+    size_t                tag_len;
+    kvr_event_type_e      type;
+    kvr_event_t           kept;
+    kvr_events_field_e    field;
+    kvr_events_status_e   err;
+
+    p = kvr_mp_read(p, end, &v);
+    if (p == NULL) {
+        return NULL;
+    }
+
+    tag = NULL;
+    tag_len = 0;
+
+    if (v.type == KVR_MP_ARRAY) {
+        n = v.n;
+        i = 0;
+
+        if (n > 0) {
+            i = 1;
+            key = p;
+            p = kvr_events_str(p, end, &tag, &tag_len);
+
+            if (p == NULL) {
+                tag = NULL;
+                p = kvr_mp_skip(key, end, ctx->depth, &err);
+                if (p == NULL) {
+                    return NULL;
+                }
+            }
+        }
+
+        n_pos = 0;
+        pos = NULL;
+
+        if (tag != NULL && kvr_events_tag(tag, tag_len, &type)) {
+            if (type == KVR_EVENT_BLOCK_STORED) {
+                pos = kvr_events_stored_pos;
+                n_pos = sizeof(kvr_events_stored_pos);
+
+            } else if (type == KVR_EVENT_BLOCK_REMOVED) {
+                pos = kvr_events_removed_pos;
+                n_pos = sizeof(kvr_events_removed_pos);
+            }
+
+            /* skip the rest of an unknown tag's elements unread */
+        }
+
+        for ( /* void */ ; i < n; i++) {
+            field = (i - 1 < n_pos) ? (kvr_events_field_e) pos[i - 1]
+                                    : KVR_F_IGNORE;
+
+            p = kvr_events_field(ctx, field, p, end);
+            if (p == NULL) {
+                return NULL;
+            }
+        }
+
+    } else if (v.type == KVR_MP_MAP) {
+
+        for (i = 0; i < v.n; i++) {
+            key = p;
+            p = kvr_mp_read(p, end, &k);
+            if (p == NULL) {
+                return NULL;
+            }
+
+            field = KVR_F_IGNORE;
+
+            if (k.type == KVR_MP_STR) {
+                field = kvr_events_key(k.data, (size_t) k.n);
+
+            } else if (k.type == KVR_MP_ARRAY || k.type == KVR_MP_MAP) {
+                p = kvr_mp_skip(key, end, ctx->depth, &err);
+                if (p == NULL) {
+                    return NULL;
+                }
+            }
+
+            if (field == KVR_F_TYPE) {
+                key = p;
+                p = kvr_events_str(p, end, &tag, &tag_len);
+
+                if (p == NULL || tag == NULL) {
+                    tag = NULL;
+                    ctx->bad |= KVR_BIT(KVR_F_TYPE);
+                    p = kvr_mp_skip(key, end, ctx->depth, &err);
+                    if (p == NULL) {
+                        return NULL;
+                    }
+                }
+
+                continue;
+            }
+
+            p = kvr_events_field(ctx, field, p, end);
+            if (p == NULL) {
+                return NULL;
+            }
+        }
+
+    } else {
+        /* a scalar: read has skipped it */
+        ctx->malformed = 1;
+        return p;
+    }
+
+    if (tag == NULL) {
+        /* no tag, or not a string */
+        ctx->malformed = 1;
+        return p;
+    }
+
+    if (!kvr_events_tag(tag, tag_len, &type)) {
+        return p;
+    }
+
+    switch (type) {
+
+    case KVR_EVENT_BLOCK_STORED:
+        required = KVR_STORED_REQUIRED;
+        fields = KVR_STORED_FIELDS;
+        break;
+
+    case KVR_EVENT_BLOCK_REMOVED:
+        required = KVR_REMOVED_REQUIRED;
+        fields = KVR_REMOVED_FIELDS;
+        break;
+
+    default:
+        required = 0;
+        fields = 0;
+    }
+
+    /* a bad value matters only in a field this type has */
+    if ((ctx->seen & required) != required || (ctx->bad & fields)) {
+        ctx->malformed = 1;
+        return p;
+    }
+
+    ctx->known = 1;
+
+    /* clear what a map may have carried for another type */
+    if (type == KVR_EVENT_BLOCK_REMOVED) {
+        kept = ctx->ev;
+        memset(&ctx->ev, 0, sizeof(kvr_event_t));
+        ctx->ev.n_hashes = kept.n_hashes;
+        ctx->ev.hashes = kept.hashes;
+        ctx->ev.medium = kept.medium;
+        ctx->ev.medium_len = kept.medium_len;
+        ctx->ev.group_idx = kept.group_idx;
+        ctx->ev.has_group_idx = kept.has_group_idx;
+
+    } else if (type == KVR_EVENT_ALL_BLOCKS_CLEARED) {
+        memset(&ctx->ev, 0, sizeof(kvr_event_t));
+    }
+
+    ctx->ev.type = type;
+
+    return p;
+}
+
+
+/* decodes one field value; a bad one is marked and skipped */
+static const uint8_t *
+kvr_events_field(kvr_events_ctx_t *ctx, kvr_events_field_e field,
+    const uint8_t *p, const uint8_t *end)
+{
+    unsigned              has;
+    kvr_mp_t              v;
+    kvr_event_t          *ev;
+    const uint8_t        *q;
+    kvr_events_status_e   err;
+
+    ev = &ctx->ev;
+
+    switch (field) {
+
+    case KVR_F_HASHES:
+        q = kvr_events_hashes(ctx, p, end);
+        break;
+
+    case KVR_F_PARENT:
+        if (p < end && *p == 0xc0) {
+            ev->has_parent = 0;
+            q = p + 1;
+            break;
+        }
+
+        q = kvr_events_hash(p, end, &ev->parent);
+        ev->has_parent = (q != NULL);
+        break;
+
+    case KVR_F_TOKENS:
+        q = kvr_events_tokens(ctx, p, end);
+        break;
+
+    case KVR_F_BLOCK_SIZE:
+        q = kvr_mp_read(p, end, &v);
+        if (q == NULL || v.type != KVR_MP_UINT || v.n == 0
+            || v.n > UINT32_MAX)
+        {
+            q = NULL;
+            break;
+        }
+
+        ev->block_size = (uint32_t) v.n;
+        break;
+
+    case KVR_F_LORA_ID:
+        q = kvr_events_int(p, end, &ev->lora_id, &has);
+        ev->has_lora_id = has;
+        break;
+
+    case KVR_F_GROUP_IDX:
+        q = kvr_events_int(p, end, &ev->group_idx, &has);
+        ev->has_group_idx = has;
+        break;
+
+    case KVR_F_MEDIUM:
+        q = kvr_events_str(p, end, &ev->medium, &ev->medium_len);
+        break;
+
+    case KVR_F_LORA_NAME:
+        q = kvr_events_str(p, end, &ev->lora_name, &ev->lora_name_len);
+        break;
+
+    case KVR_F_SPEC_KIND:
+        q = kvr_events_str(p, end, &ev->spec_kind, &ev->spec_kind_len);
+        break;
+
+    case KVR_F_SALT:
+        q = kvr_events_str(p, end, &ev->cache_salt, &ev->cache_salt_len);
+        break;
+
+    case KVR_F_LORA_OR_META:
+        /* SGLang's BlockStoredWithMetadata has a map where vLLM has a str */
+        if (p < end && ((*p & 0xf0) == 0x80 || *p == 0xde || *p == 0xdf)) {
+            q = kvr_events_meta(ctx, p, end);
+
+        } else {
+            q = kvr_events_str(p, end, &ev->lora_name, &ev->lora_name_len);
+        }
+
+        break;
+
+    default:
+        q = kvr_mp_skip(p, end, ctx->depth, &err);
+        return q;
+    }
+
+    if (q != NULL) {
+        ctx->seen |= KVR_BIT(field);
+        return q;
+    }
+
+    ctx->bad |= KVR_BIT(field);
+
+    return kvr_mp_skip(p, end, ctx->depth, &err);
+}
+
+
+static kvr_events_field_e
+kvr_events_key(const uint8_t *key, size_t len)
+{
+    size_t  i;
+
+    static const struct {
+        const char          *name;
+        size_t               len;
+        kvr_events_field_e   field;
+    }  keys[] = {
+        { "type", 4, KVR_F_TYPE },
+        { "block_hashes", 12, KVR_F_HASHES },
+        { "parent_block_hash", 17, KVR_F_PARENT },
+        { "token_ids", 9, KVR_F_TOKENS },
+        { "block_size", 10, KVR_F_BLOCK_SIZE },
+        { "lora_id", 7, KVR_F_LORA_ID },
+        { "medium", 6, KVR_F_MEDIUM },
+        { "lora_name", 9, KVR_F_LORA_NAME },
+        { "group_idx", 9, KVR_F_GROUP_IDX },
+        { "kv_cache_spec_kind", 18, KVR_F_SPEC_KIND },
+        { "cache_salt", 10, KVR_F_SALT }
+    };
+
+    for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        if (keys[i].len == len && memcmp(keys[i].name, key, len) == 0) {
+            return keys[i].field;
+        }
+    }
+
+    return KVR_F_IGNORE;
+}
+
+
+static const uint8_t *
+kvr_events_hashes(kvr_events_ctx_t *ctx, const uint8_t *p,
+    const uint8_t *end)
+{
+    uint64_t   i;
+    kvr_mp_t   v;
+    uint64_t  *hashes;
+
+    p = kvr_mp_read(p, end, &v);
+    if (p == NULL || v.type != KVR_MP_ARRAY
+        || v.n > ctx->dec->limits.max_hashes)
+    {
+        return NULL;
+    }
+
+    hashes = ctx->dec->hashes;
+
+    for (i = 0; i < v.n; i++) {
+        p = kvr_events_hash(p, end, &hashes[i]);
+        if (p == NULL) {
+            return NULL;
+        }
+    }
+
+    ctx->ev.hashes = hashes;
+    ctx->ev.n_hashes = (uint32_t) v.n;
+
+    return p;
+}
+
+
+/* an int's 64 bits, or a bin's last 8 bytes big-endian */
+static const uint8_t *
+kvr_events_hash(const uint8_t *p, const uint8_t *end, uint64_t *hash)
+{
+    kvr_mp_t  v;
+
+    p = kvr_mp_read(p, end, &v);
+    if (p == NULL) {
+        return NULL;
+    }
+
+    switch (v.type) {
+
+    case KVR_MP_UINT:
+    case KVR_MP_NINT:
+        *hash = v.n;
+        return p;
+
+    case KVR_MP_BIN:
+        if (v.n > 8) {
+            *hash = kvr_be(v.data + v.n - 8, 8);
+
+        } else {
+            *hash = kvr_be(v.data, (size_t) v.n);
+        }
+
+        return p;
+
+    default:
+        return NULL;
+    }
+}
+
+
+/* token ids: ints in 0..UINT32_MAX of any encoded width */
+static const uint8_t *
+kvr_events_tokens(kvr_events_ctx_t *ctx, const uint8_t *p,
+    const uint8_t *end)
+{
+    uint32_t   i, n;
+    uint32_t  *tokens;
+    uint64_t   t;
+    size_t     size;
+    unsigned   c;
+    kvr_mp_t   v;
+
+    p = kvr_mp_read(p, end, &v);
+    if (p == NULL || v.type != KVR_MP_ARRAY
+        || v.n > ctx->dec->limits.max_tokens)
+    {
+        return NULL;
+    }
+
+    n = (uint32_t) v.n;
+    tokens = ctx->dec->tokens;
+
+    for (i = 0; i < n; i++) {
+        if (p >= end) {
+            return NULL;
+        }
+
+        c = *p++;
+
+        if (c < 0x80) {
+            tokens[i] = c;
+            continue;
+        }
+
+        if (c >= 0xcc && c <= 0xcf) {
+            size = (size_t) 1 << (c - 0xcc);
+
+        } else if (c >= 0xd0 && c <= 0xd3) {
+            size = (size_t) 1 << (c - 0xd0);
+
+            /* a signed type holding a non-negative value */
+            if (p < end && (*p & 0x80)) {
+                return NULL;
+            }
+
+        } else {
+            return NULL;
+        }
+
+        if ((size_t) (end - p) < size) {
+            return NULL;
+        }
+
+        t = kvr_be(p, size);
+        if (t > UINT32_MAX) {
+            return NULL;
+        }
+
+        tokens[i] = (uint32_t) t;
+        p += size;
+    }
+
+    ctx->ev.token_ids = tokens;
+    ctx->ev.n_tokens = n;
+
+    return p;
+}
+
+
+/* SGLang's metadata map: {"cache_salt": str | nil}, other keys ignored */
+static const uint8_t *
+kvr_events_meta(kvr_events_ctx_t *ctx, const uint8_t *p, const uint8_t *end)
+{
+    uint64_t              i, n;
+    kvr_mp_t              v;
+    const uint8_t        *key;
+    kvr_events_status_e   err;
+
+    p = kvr_mp_read(p, end, &v);
+    if (p == NULL || v.type != KVR_MP_MAP) {
+        return NULL;
+    }
+
+    n = v.n;
+
+    for (i = 0; i < n; i++) {
+        key = p;
+        p = kvr_mp_read(p, end, &v);
+        if (p == NULL) {
+            return NULL;
+        }
+
+        if (v.type == KVR_MP_STR && v.n == 10
+            && memcmp(v.data, "cache_salt", 10) == 0)
+        {
+            p = kvr_events_str(p, end, &ctx->ev.cache_salt,
+                               &ctx->ev.cache_salt_len);
+            if (p == NULL) {
+                return NULL;
+            }
+
+            continue;
+        }
+
+        if (v.type == KVR_MP_ARRAY || v.type == KVR_MP_MAP) {
+            p = kvr_mp_skip(key, end, ctx->depth - 1, &err);
+            if (p == NULL) {
+                return NULL;
+            }
+        }
+
+        p = kvr_mp_skip(p, end, ctx->depth - 1, &err);
+        if (p == NULL) {
+            return NULL;
+        }
+    }
+
+    return p;
+}
+
+
+/* a str (s points at its bytes) or nil (s is NULL) */
+static const uint8_t *
+kvr_events_str(const uint8_t *p, const uint8_t *end, const uint8_t **s,
+    size_t *len)
+{
+    kvr_mp_t  v;
+
+    p = kvr_mp_read(p, end, &v);
+    if (p == NULL) {
+        return NULL;
+    }
+
+    if (v.type == KVR_MP_STR) {
+        *s = v.data;
+        *len = (size_t) v.n;
+        return p;
+    }
+
+    if (v.type == KVR_MP_NIL) {
+        *s = NULL;
+        *len = 0;
+        return p;
+    }
+
+    return NULL;
+}
+
+
+/* an int (as int64 bits) or nil (has is 0) */
+static const uint8_t *
+kvr_events_int(const uint8_t *p, const uint8_t *end, int64_t *value,
+    unsigned *has)
+{
+    kvr_mp_t  v;
+
+    *has = 0;
+
+    p = kvr_mp_read(p, end, &v);
+    if (p == NULL) {
+        return NULL;
+    }
+
+    if (v.type == KVR_MP_UINT || v.type == KVR_MP_NINT) {
+        *value = (int64_t) v.n;
+        *has = 1;
+        return p;
+    }
+
+    if (v.type == KVR_MP_NIL) {
+        *value = 0;
+        return p;
+    }
+
+    return NULL;
+}
+
+
+static int
+kvr_events_tag(const uint8_t *tag, size_t len, kvr_event_type_e *type)
+{
+    if (len == 11 && memcmp(tag, "BlockStored", 11) == 0) {
+        *type = KVR_EVENT_BLOCK_STORED;
+        return 1;
+    }
+
+    if (len == 12 && memcmp(tag, "BlockRemoved", 12) == 0) {
+        *type = KVR_EVENT_BLOCK_REMOVED;
+        return 1;
+    }
+
+    if (len == 16 && memcmp(tag, "AllBlocksCleared", 16) == 0) {
+        *type = KVR_EVENT_ALL_BLOCKS_CLEARED;
+        return 1;
+    }
+
+    return 0;
+}
