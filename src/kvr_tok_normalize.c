@@ -47,6 +47,10 @@ kvr_nfc_append(kvr_nfc_buf_t *buf, const uint8_t *s, size_t len)
     size_t    cap;
     uint8_t  *data;
 
+    if (len == 0) {
+        return 0;   /* buf->data may be NULL: memcpy to it is undefined */
+    }
+
     if (buf->len + len > buf->cap) {
         cap = (buf->len + len) * 2;
         data = realloc(buf->data, cap);
