@@ -384,6 +384,7 @@ static kvr_jv_t *
 kvr_chat_value(kvr_chat_ctx_t *cx, const kvr_json_doc_t *doc, uint32_t node)
 {
     const kvr_json_doc_t  *saved;
+    const char            *kname;
     uint32_t               k;
     kvr_jv_t              *v, *item, *key;
     size_t                 klen;
@@ -404,9 +405,8 @@ kvr_chat_value(kvr_chat_ctx_t *cx, const kvr_json_doc_t *doc, uint32_t node)
                 v = NULL;
                 break;
             }
-            klen = 0;
-            kvr_jinja_dict_set(cx->r, v, kvr_jinja_str_ptr(key, &klen),
-                               klen, item);
+            kname = kvr_jinja_str_ptr(key, &klen);
+            kvr_jinja_dict_set(cx->r, v, kname, klen, item);
         }
         break;
 
@@ -517,7 +517,7 @@ kvr_chat_content(kvr_chat_ctx_t *cx, uint32_t node)
             goto done;
         }
         buf = (char *) p;
-        if (n) {
+        if (part != kvr_json_first(cx->doc, node)) {
             buf[n++] = '\n';
         }
         memcpy(buf + n, kvr_jinja_str_ptr(s, &len), len);
@@ -660,9 +660,10 @@ static int
 kvr_chat_extras(kvr_chat_ctx_t *cx, uint32_t obj, kvr_jv_t *dict,
     const char **declared)
 {
-    uint32_t   k;
-    size_t     klen;
-    kvr_jv_t  *key, *v;
+    uint32_t     k;
+    size_t       klen;
+    const char  *kname;
+    kvr_jv_t    *key, *v;
 
     for (k = kvr_json_first(cx->doc, obj); k;
          k = kvr_json_next(cx->doc, obj, k))
@@ -675,8 +676,8 @@ kvr_chat_extras(kvr_chat_ctx_t *cx, uint32_t obj, kvr_jv_t *dict,
         if (key == NULL || v == NULL) {
             return -1;
         }
-        kvr_jinja_dict_set(cx->r, dict, kvr_jinja_str_ptr(key, &klen), klen,
-                           v);
+        kname = kvr_jinja_str_ptr(key, &klen);
+        kvr_jinja_dict_set(cx->r, dict, kname, klen, v);
     }
 
     return 0;
