@@ -884,7 +884,10 @@ kvr_jpy_printable(uint32_t cp)
            || (cp >= 0x30a0 && cp <= 0x30ff) || (cp >= 0xac00 && cp <= 0xd7a3)
            || (cp >= 0x2010 && cp <= 0x2027) || (cp >= 0x2030 && cp <= 0x205e)
            || (cp >= 0x3001 && cp <= 0x303f) || (cp >= 0xff01 && cp <= 0xffbe)
-           || (cp >= 0x1f300 && cp <= 0x1f64f);
+           || (cp >= 0x1f300 && cp <= 0x1f64f) || (cp >= 0x1f1e6 && cp <= 0x1f1ff)
+           || (cp >= 0x621 && cp <= 0x64a) || (cp >= 0x5d0 && cp <= 0x5ea)
+           || (cp >= 0x905 && cp <= 0x939) || (cp >= 0xe01 && cp <= 0xe30)
+           || (cp >= 0x1f3fb && cp <= 0x1f3ff) || (cp >= 0x1f900 && cp <= 0x1f9ff);
 }
 
 

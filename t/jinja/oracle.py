@@ -343,11 +343,15 @@ def load_models(models_dir, templates_dir):
         if not os.path.exists(path):
             sys.exit("oracle: %s missing (npm ci in t/jinja)" % path)
         models.append((name, path, None, True))
+    # extra templates render with the Llama-3.1 tokens; features.jinja
+    # prints python reprs of user text, which C refuses for non-printable
+    # characters (a fallback, never a different render)
     if templates_dir:
         for f in sorted(os.listdir(templates_dir)):
             if f.endswith(".jinja"):
-                models.append((f, models[0][1],
-                               os.path.join(templates_dir, f), True))
+                models.append((f, models[2][1],
+                               os.path.join(templates_dir, f),
+                               f != "features.jinja"))
     return models
 
 
