@@ -96,6 +96,49 @@ static const uint8_t  kvr_events_removed_pos[] = {
 };
 
 
+/*
+ * bytes a value takes when its first byte tells (ints, floats, nil, bool,
+ * fixstr, fixext); 0: a container or a length follows
+ */
+static const uint8_t  kvr_mp_fixed[256] = {
+    [0x00 ... 0x7f] = 1,
+    [0xa0] = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+    17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32,
+    [0xc0] = 1, [0xc2] = 1, [0xc3] = 1,
+    [0xca] = 5, [0xcb] = 9,
+    [0xcc] = 2, [0xcd] = 3, [0xce] = 5, [0xcf] = 9,
+    [0xd0] = 2, [0xd1] = 3, [0xd2] = 5, [0xd3] = 9,
+    [0xd4] = 3, [0xd5] = 4, [0xd6] = 6, [0xd7] = 10, [0xd8] = 18,
+    [0xe0 ... 0xff] = 1
+};
+
+
+/*
+ * Token ids by first byte: the bytes taken (0: not an int that can hold
+ * a u32), the right shift that leaves the value of the 8 bytes after the
+ * first one, and the largest value allowed (a signed type's sign bit
+ * must be clear, and nothing above UINT32_MAX).
+ */
+static const uint8_t  kvr_tok_len[256] = {
+    [0x00 ... 0x7f] = 1,
+    [0xcc] = 2, [0xcd] = 3, [0xce] = 5, [0xcf] = 9,
+    [0xd0] = 2, [0xd1] = 3, [0xd2] = 5, [0xd3] = 9
+};
+
+static const uint8_t  kvr_tok_shift[256] = {
+    [0xcc] = 56, [0xcd] = 48, [0xce] = 32, [0xcf] = 0,
+    [0xd0] = 56, [0xd1] = 48, [0xd2] = 32, [0xd3] = 0
+};
+
+static const uint64_t  kvr_tok_max[256] = {
+    [0x00 ... 0x7f] = 0x7f,
+    [0xcc] = 0xff, [0xcd] = 0xffff, [0xce] = 0xffffffff,
+    [0xcf] = 0xffffffff,
+    [0xd0] = 0x7f, [0xd1] = 0x7fff, [0xd2] = 0x7fffffff,
+    [0xd3] = 0xffffffff
+};
+
+
 struct kvr_events_decoder_s {
     kvr_events_limits_t  limits;
     uint64_t            *hashes;
@@ -144,9 +187,46 @@ static int kvr_events_tag(const uint8_t *tag, size_t len,
 
 
 static uint64_t
+kvr_be64(const uint8_t *p)
+{
+    uint64_t  v;
+
+    memcpy(&v, p, 8);
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    v = __builtin_bswap64(v);
+#elif !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_BIG_ENDIAN__
+    v = ((uint64_t) p[0] << 56) | ((uint64_t) p[1] << 48)
+        | ((uint64_t) p[2] << 40) | ((uint64_t) p[3] << 32)
+        | ((uint64_t) p[4] << 24) | ((uint64_t) p[5] << 16)
+        | ((uint64_t) p[6] << 8) | p[7];
+#endif
+
+    return v;
+}
+
+
+/* n (0 to 8) bytes, big-endian */
+static uint64_t
 kvr_be(const uint8_t *p, size_t n)
 {
     uint64_t  v;
+
+    switch (n) {
+
+    case 1:
+        return p[0];
+
+    case 2:
+        return ((uint64_t) p[0] << 8) | p[1];
+
+    case 4:
+        return ((uint64_t) p[0] << 24) | ((uint64_t) p[1] << 16)
+               | ((uint64_t) p[2] << 8) | p[3];
+
+    case 8:
+        return kvr_be64(p);
+    }
 
     v = 0;
 
@@ -638,9 +718,14 @@ kvr_mp_skip(const uint8_t *p, const uint8_t *end, uint32_t depth,
 
         left--;
 
-        /* the common case inside token arrays: a positive fixint */
-        if (p < end && *p < 0x80) {
-            p++;
+        /* ints (token arrays) and other fixed sizes: no header decode */
+        if (p < end && kvr_mp_fixed[*p] != 0) {
+            if ((size_t) (end - p) < kvr_mp_fixed[*p]) {
+                *err = KVR_EVENTS_ERR_MSGPACK;
+                return NULL;
+            }
+
+            p += kvr_mp_fixed[*p];
             continue;
         }
 
@@ -1111,33 +1196,52 @@ kvr_events_field(kvr_events_ctx_t *ctx, kvr_events_field_e field,
 static kvr_events_field_e
 kvr_events_key(const uint8_t *key, size_t len)
 {
-    size_t  i;
+#define kvr_key_is(name)  (memcmp(key, name, sizeof(name) - 1) == 0)
 
-    static const struct {
-        const char          *name;
-        size_t               len;
-        kvr_events_field_e   field;
-    }  keys[] = {
-        { "type", 4, KVR_F_TYPE },
-        { "block_hashes", 12, KVR_F_HASHES },
-        { "parent_block_hash", 17, KVR_F_PARENT },
-        { "token_ids", 9, KVR_F_TOKENS },
-        { "block_size", 10, KVR_F_BLOCK_SIZE },
-        { "lora_id", 7, KVR_F_LORA_ID },
-        { "medium", 6, KVR_F_MEDIUM },
-        { "lora_name", 9, KVR_F_LORA_NAME },
-        { "group_idx", 9, KVR_F_GROUP_IDX },
-        { "kv_cache_spec_kind", 18, KVR_F_SPEC_KIND },
-        { "cache_salt", 10, KVR_F_SALT }
-    };
+    switch (len) {
 
-    for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-        if (keys[i].len == len && memcmp(keys[i].name, key, len) == 0) {
-            return keys[i].field;
+    case 4:
+        return kvr_key_is("type") ? KVR_F_TYPE : KVR_F_IGNORE;
+
+    case 6:
+        return kvr_key_is("medium") ? KVR_F_MEDIUM : KVR_F_IGNORE;
+
+    case 7:
+        return kvr_key_is("lora_id") ? KVR_F_LORA_ID : KVR_F_IGNORE;
+
+    case 9:
+        if (kvr_key_is("token_ids")) {
+            return KVR_F_TOKENS;
         }
+
+        if (kvr_key_is("lora_name")) {
+            return KVR_F_LORA_NAME;
+        }
+
+        return kvr_key_is("group_idx") ? KVR_F_GROUP_IDX : KVR_F_IGNORE;
+
+    case 10:
+        if (kvr_key_is("block_size")) {
+            return KVR_F_BLOCK_SIZE;
+        }
+
+        return kvr_key_is("cache_salt") ? KVR_F_SALT : KVR_F_IGNORE;
+
+    case 12:
+        return kvr_key_is("block_hashes") ? KVR_F_HASHES : KVR_F_IGNORE;
+
+    case 17:
+        return kvr_key_is("parent_block_hash") ? KVR_F_PARENT
+                                               : KVR_F_IGNORE;
+
+    case 18:
+        return kvr_key_is("kv_cache_spec_kind") ? KVR_F_SPEC_KIND
+                                                : KVR_F_IGNORE;
     }
 
     return KVR_F_IGNORE;
+
+#undef kvr_key_is
 }
 
 
@@ -1206,15 +1310,18 @@ kvr_events_hash(const uint8_t *p, const uint8_t *end, uint64_t *hash)
 }
 
 
-/* token ids: ints in 0..UINT32_MAX of any encoded width */
+/*
+ * Token ids: ints in 0..UINT32_MAX of any encoded width.  While 9 bytes
+ * are left, one 8-byte load and table lookups decode any width without
+ * a branch on it (widths vary at random in real token lists).
+ */
 static const uint8_t *
 kvr_events_tokens(kvr_events_ctx_t *ctx, const uint8_t *p,
     const uint8_t *end)
 {
     uint32_t   i, n;
     uint32_t  *tokens;
-    uint64_t   t;
-    size_t     size;
+    uint64_t   t, raw, fix;
     unsigned   c;
     kvr_mp_t   v;
 
@@ -1229,43 +1336,33 @@ kvr_events_tokens(kvr_events_ctx_t *ctx, const uint8_t *p,
     tokens = ctx->dec->tokens;
 
     for (i = 0; i < n; i++) {
-        if (p >= end) {
-            return NULL;
-        }
+        c = *p;
 
-        c = *p++;
-
-        if (c < 0x80) {
-            tokens[i] = c;
-            continue;
-        }
-
-        if (c >= 0xcc && c <= 0xcf) {
-            size = (size_t) 1 << (c - 0xcc);
-
-        } else if (c >= 0xd0 && c <= 0xd3) {
-            size = (size_t) 1 << (c - 0xd0);
-
-            /* a signed type holding a non-negative value */
-            if (p < end && (*p & 0x80)) {
+        if ((size_t) (end - p) >= 9) {
+            if (kvr_tok_len[c] == 0) {
                 return NULL;
             }
 
+            raw = kvr_be64(p + 1) >> kvr_tok_shift[c];
+            fix = (uint64_t) 0 - (c < 0x80);
+            t = (c & fix) | (raw & ~fix);
+
         } else {
-            return NULL;
+            if (p >= end || kvr_tok_len[c] == 0
+                || (size_t) (end - p) < kvr_tok_len[c])
+            {
+                return NULL;
+            }
+
+            t = (c < 0x80) ? c : kvr_be(p + 1, kvr_tok_len[c] - 1);
         }
 
-        if ((size_t) (end - p) < size) {
-            return NULL;
-        }
-
-        t = kvr_be(p, size);
-        if (t > UINT32_MAX) {
+        if (t > kvr_tok_max[c]) {
             return NULL;
         }
 
         tokens[i] = (uint32_t) t;
-        p += size;
+        p += kvr_tok_len[c];
     }
 
     ctx->ev.token_ids = tokens;
