@@ -362,7 +362,10 @@ ngx_http_kvroute_body_bytes(ngx_http_request_t *r, size_t max,
         b = cl->buf;
 
         if (!b->in_file) {
-            p = ngx_cpymem(p, b->pos, b->last - b->pos);
+            /* the empty last buf of a chunked body has pos == NULL */
+            if (b->last != b->pos) {
+                p = ngx_cpymem(p, b->pos, b->last - b->pos);
+            }
             continue;
         }
 
