@@ -8,16 +8,19 @@
  * array and map length (a hostile 5-byte header declares 2^32 elements)
  * and copying what we only look at once; its depth bound is a compile-time
  * constant.  The subset needed here is one header format (~30 type bytes),
- * so reading it in place costs little code, no allocation per message,
- * no link dependency, and lets every length be checked against the bytes
- * left before it is used: a container of n values needs at least n bytes.
+ * so reading it in place costs little code, no link dependency, no
+ * allocation per message (the decoder's arrays grow to the largest batch
+ * and stay), and lets every length be checked against the bytes left
+ * before it is used: a container of n values needs at least n bytes.
  *
- * Two passes over a payload: the first validates all of it (msgpack
- * grammar, depth, limits, the batch's own fields) without looking into
- * events; the second decodes the events.  Checking first keeps a consumer
- * from applying half of a corrupt batch and makes dp_rank, which follows
- * the events, known before them.  The second pass still checks every
- * bound itself and does not rely on the first.
+ * One pass over a payload decodes every event into the decoder's arrays;
+ * the handler runs only after the last byte has been checked, so a
+ * consumer never applies half of a corrupt batch and dp_rank, which
+ * follows the events, is known before them.  (Validating in a first pass
+ * and decoding in a second cost twice the time: reading msgpack is a
+ * chain of dependent loads, one per value.)  Every read is bounded by the
+ * input's end where it happens; a value a decoder gives up on is skipped
+ * by kvr_mp_skip(), which checks its grammar and depth.
  */
 
 #include <stdlib.h>
@@ -139,10 +142,25 @@ static const uint64_t  kvr_tok_max[256] = {
 };
 
 
+/* a decoded event waiting for delivery; its arrays as offsets */
+typedef struct {
+    kvr_event_t          ev;
+    size_t               hash_off;
+    size_t               token_off;
+} kvr_events_item_t;
+
+
 struct kvr_events_decoder_s {
     kvr_events_limits_t  limits;
+    kvr_events_item_t   *items;
     uint64_t            *hashes;
     uint32_t            *tokens;
+    size_t               items_cap;
+    size_t               hashes_cap;
+    size_t               tokens_cap;
+    size_t               n_items;
+    size_t               n_hashes;
+    size_t               n_tokens;
 };
 
 
@@ -150,6 +168,9 @@ struct kvr_events_decoder_s {
 typedef struct {
     kvr_events_decoder_t  *dec;
     kvr_event_t            ev;
+    size_t                 hash_off;   /* of ev's hashes in dec->hashes */
+    size_t                 token_off;
+    kvr_events_status_e    err;        /* why a NULL return, if not OK */
     uint32_t               seen;       /* fields decoded */
     uint32_t               bad;        /* fields with a bad value */
     uint32_t               depth;      /* levels a field value may have */
@@ -162,9 +183,13 @@ static const uint8_t *kvr_mp_read(const uint8_t *p, const uint8_t *end,
     kvr_mp_t *v);
 static const uint8_t *kvr_mp_skip(const uint8_t *p, const uint8_t *end,
     uint32_t depth, kvr_events_status_e *err);
-static kvr_events_status_e kvr_events_check(kvr_events_decoder_t *dec,
-    const uint8_t *buf, size_t len, kvr_event_batch_t *batch,
-    const uint8_t **events);
+static kvr_events_status_e kvr_events_batch(kvr_events_decoder_t *dec,
+    const uint8_t *buf, size_t len, kvr_event_batch_t *batch);
+static const uint8_t *kvr_events_list(kvr_events_decoder_t *dec,
+    const uint8_t *p, const uint8_t *end, kvr_event_batch_t *batch,
+    kvr_events_status_e *err);
+static int kvr_events_reserve(void **buf, size_t *cap, size_t need,
+    size_t size, size_t max);
 static const uint8_t *kvr_events_event(kvr_events_ctx_t *ctx,
     const uint8_t *p, const uint8_t *end);
 static const uint8_t *kvr_events_field(kvr_events_ctx_t *ctx,
@@ -254,7 +279,6 @@ kvr_events_decoder_create(const kvr_events_limits_t *limits)
 {
     kvr_events_decoder_t  *dec;
 
-    /* depth 4 is the least a batch of BlockStored needs */
     if (limits->max_bytes == 0 || limits->max_bytes > KVR_EVENTS_BYTES_CAP
         || limits->max_depth < 4 || limits->max_depth > KVR_EVENTS_DEPTH_CAP
         || limits->max_events == 0
@@ -273,13 +297,6 @@ kvr_events_decoder_create(const kvr_events_limits_t *limits)
     }
 
     dec->limits = *limits;
-    dec->hashes = malloc((size_t) limits->max_hashes * sizeof(uint64_t));
-    dec->tokens = malloc((size_t) limits->max_tokens * sizeof(uint32_t));
-
-    if (dec->hashes == NULL || dec->tokens == NULL) {
-        kvr_events_decoder_destroy(dec);
-        return NULL;
-    }
 
     return dec;
 }
@@ -292,6 +309,7 @@ kvr_events_decoder_destroy(kvr_events_decoder_t *dec)
         return;
     }
 
+    free(dec->items);
     free(dec->hashes);
     free(dec->tokens);
     free(dec);
@@ -389,55 +407,35 @@ kvr_events_status_e
 kvr_events_decode(kvr_events_decoder_t *dec, const uint8_t *buf, size_t len,
     kvr_event_batch_t *batch, kvr_event_handler_pt handler, void *data)
 {
-    uint32_t             i;
-    kvr_mp_t             v;
-    const uint8_t       *p, *end;
-    kvr_events_ctx_t     ctx;
-    kvr_events_status_e  rc;
+    size_t                i;
+    kvr_events_item_t    *item;
+    kvr_events_status_e   rc;
 
     memset(batch, 0, sizeof(kvr_event_batch_t));
+    dec->n_items = 0;
+    dec->n_hashes = 0;
+    dec->n_tokens = 0;
 
     if (buf == NULL) {
         return KVR_EVENTS_ERR_MSGPACK;
     }
 
-    rc = kvr_events_check(dec, buf, len, batch, &p);
+    rc = kvr_events_batch(dec, buf, len, batch);
     if (rc != KVR_EVENTS_OK) {
         return rc;
     }
 
-    end = buf + len;
-
-    p = kvr_mp_read(p, end, &v);
-    if (p == NULL || v.type != KVR_MP_ARRAY) {
-        return KVR_EVENTS_ERR_MSGPACK;
-    }
-
-    batch->n_events = (uint32_t) v.n;
-
-    for (i = 0; i < batch->n_events; i++) {
-        memset(&ctx, 0, sizeof(kvr_events_ctx_t));
-        ctx.dec = dec;
-        ctx.depth = dec->limits.max_depth - 3;
-
-        p = kvr_events_event(&ctx, p, end);
-        if (p == NULL) {
-            return KVR_EVENTS_ERR_MSGPACK;
-        }
-
-        if (ctx.malformed) {
-            batch->n_malformed++;
-            continue;
-        }
-
-        if (!ctx.known) {
-            batch->n_unknown++;
-            continue;
-        }
+    /* all of the payload is good: deliver */
+    for (i = 0; i < dec->n_items; i++) {
+        item = &dec->items[i];
+        item->ev.hashes = item->ev.n_hashes ? dec->hashes + item->hash_off
+                                            : NULL;
+        item->ev.token_ids = item->ev.n_tokens
+                             ? dec->tokens + item->token_off : NULL;
 
         batch->n_delivered++;
 
-        if (handler != NULL && handler(data, batch, &ctx.ev) != 0) {
+        if (handler != NULL && handler(data, batch, &item->ev) != 0) {
             return KVR_EVENTS_ERR_ABORTED;
         }
     }
@@ -471,6 +469,12 @@ kvr_events_status_name(kvr_events_status_e status)
 
     case KVR_EVENTS_ERR_EVENTS:
         return "too-many-events";
+
+    case KVR_EVENTS_ERR_LIMIT:
+        return "too-many-hashes-or-tokens";
+
+    case KVR_EVENTS_ERR_NO_MEMORY:
+        return "no-memory";
 
     case KVR_EVENTS_ERR_BATCH:
         return "not-a-batch";
@@ -753,18 +757,18 @@ kvr_mp_skip(const uint8_t *p, const uint8_t *end, uint32_t depth,
 
 
 /*
- * The first pass: the whole payload is one well-formed batch within the
- * limits.  Fills ts and dp_rank and points *events at the events array.
+ * The batch: the whole payload must be one, well-formed and within the
+ * limits.  Fills ts and dp_rank and decodes the events into dec.
  */
 static kvr_events_status_e
-kvr_events_check(kvr_events_decoder_t *dec, const uint8_t *buf, size_t len,
-    kvr_event_batch_t *batch, const uint8_t **events)
+kvr_events_batch(kvr_events_decoder_t *dec, const uint8_t *buf, size_t len,
+    kvr_event_batch_t *batch)
 {
-    int                  is_map, have_ts;
+    int                  is_map, have_ts, have_events;
     uint64_t             i, n;
     uint32_t             sub;
     kvr_mp_t             v, k;
-    const uint8_t       *p, *end, *key, *value;
+    const uint8_t       *p, *end, *key;
     kvr_events_status_e  err;
     enum { B_NONE, B_TS, B_EVENTS, B_RANK }  field;
 
@@ -775,7 +779,7 @@ kvr_events_check(kvr_events_decoder_t *dec, const uint8_t *buf, size_t len,
     end = buf + len;
     sub = dec->limits.max_depth - 1;
     have_ts = 0;
-    *events = NULL;
+    have_events = 0;
 
     p = kvr_mp_read(buf, end, &v);
     if (p == NULL) {
@@ -835,8 +839,6 @@ kvr_events_check(kvr_events_decoder_t *dec, const uint8_t *buf, size_t len,
                     : (i == 2) ? B_RANK : B_NONE;
         }
 
-        value = p;
-
         switch (field) {
 
         case B_TS:
@@ -894,12 +896,16 @@ kvr_events_check(kvr_events_decoder_t *dec, const uint8_t *buf, size_t len,
                 return KVR_EVENTS_ERR_EVENTS;
             }
 
-            *events = value;
+            p = kvr_events_list(dec, p, end, batch, &err);
+            if (p == NULL) {
+                return err;
+            }
 
-            /* fall through */
+            have_events = 1;
+            break;
 
         default:
-            p = kvr_mp_skip(value, end, sub, &err);
+            p = kvr_mp_skip(p, end, sub, &err);
             if (p == NULL) {
                 return err;
             }
@@ -910,11 +916,131 @@ kvr_events_check(kvr_events_decoder_t *dec, const uint8_t *buf, size_t len,
         return KVR_EVENTS_ERR_MSGPACK;
     }
 
-    if (!have_ts || *events == NULL) {
+    if (!have_ts || !have_events) {
         return KVR_EVENTS_ERR_BATCH;
     }
 
     return KVR_EVENTS_OK;
+}
+
+
+/*
+ * The events array (its header already checked): each event is decoded
+ * into dec, a malformed or unknown one is counted and its hashes and
+ * token ids given back.  A repeated "events" key of a map batch starts
+ * over.  NULL with *err on a msgpack, depth or limit error.
+ */
+static const uint8_t *
+kvr_events_list(kvr_events_decoder_t *dec, const uint8_t *p,
+    const uint8_t *end, kvr_event_batch_t *batch, kvr_events_status_e *err)
+{
+    size_t              i, n, hash_start, token_start;
+    kvr_mp_t            v;
+    kvr_events_ctx_t    ctx;
+    kvr_events_item_t  *item;
+
+    p = kvr_mp_read(p, end, &v);
+    if (p == NULL || v.type != KVR_MP_ARRAY) {
+        *err = KVR_EVENTS_ERR_MSGPACK;
+        return NULL;
+    }
+
+    n = (size_t) v.n;
+
+    dec->n_items = 0;
+    dec->n_hashes = 0;
+    dec->n_tokens = 0;
+    batch->n_events = (uint32_t) n;
+    batch->n_unknown = 0;
+    batch->n_malformed = 0;
+
+    if (kvr_events_reserve((void **) &dec->items, &dec->items_cap, n,
+                           sizeof(kvr_events_item_t),
+                           dec->limits.max_events)
+        != 0)
+    {
+        *err = KVR_EVENTS_ERR_NO_MEMORY;
+        return NULL;
+    }
+
+    for (i = 0; i < n; i++) {
+        memset(&ctx, 0, sizeof(kvr_events_ctx_t));
+        ctx.dec = dec;
+        ctx.depth = dec->limits.max_depth - 3;
+        hash_start = dec->n_hashes;
+        token_start = dec->n_tokens;
+
+        p = kvr_events_event(&ctx, p, end);
+        if (p == NULL) {
+            *err = (ctx.err != KVR_EVENTS_OK) ? ctx.err
+                                              : KVR_EVENTS_ERR_MSGPACK;
+            return NULL;
+        }
+
+        if (ctx.malformed || !ctx.known) {
+            dec->n_hashes = hash_start;
+            dec->n_tokens = token_start;
+
+            if (ctx.malformed) {
+                batch->n_malformed++;
+
+            } else {
+                batch->n_unknown++;
+            }
+
+            continue;
+        }
+
+        /* keep only what the event carries */
+        if (ctx.ev.type != KVR_EVENT_BLOCK_STORED) {
+            dec->n_tokens = token_start;
+        }
+
+        if (ctx.ev.type == KVR_EVENT_ALL_BLOCKS_CLEARED) {
+            dec->n_hashes = hash_start;
+        }
+
+        item = &dec->items[dec->n_items++];
+        item->ev = ctx.ev;
+        item->hash_off = ctx.hash_off;
+        item->token_off = ctx.token_off;
+    }
+
+    return p;
+}
+
+
+/* room for need elements of size bytes, growing by doubling up to max */
+static int
+kvr_events_reserve(void **buf, size_t *cap, size_t need, size_t size,
+    size_t max)
+{
+    size_t   n;
+    void    *p;
+
+    if (need <= *cap) {
+        return 0;
+    }
+
+    n = (*cap > 0) ? *cap : 64;
+
+    while (n < need) {
+        n *= 2;
+    }
+
+    if (n > max && need <= max) {
+        n = max;
+    }
+
+    p = realloc(*buf, n * size);
+    if (p == NULL) {
+        return -1;
+    }
+
+    *buf = p;
+    *cap = n;
+
+    return 0;
 }
 
 
@@ -935,7 +1061,6 @@ kvr_events_event(kvr_events_ctx_t *ctx, const uint8_t *p, const uint8_t *end)
     kvr_event_type_e      type;
     kvr_event_t           kept;
     kvr_events_field_e    field;
-    kvr_events_status_e   err;
 
     p = kvr_mp_read(p, end, &v);
     if (p == NULL) {
@@ -956,7 +1081,7 @@ kvr_events_event(kvr_events_ctx_t *ctx, const uint8_t *p, const uint8_t *end)
 
             if (p == NULL) {
                 tag = NULL;
-                p = kvr_mp_skip(key, end, ctx->depth, &err);
+                p = kvr_mp_skip(key, end, ctx->depth, &ctx->err);
                 if (p == NULL) {
                     return NULL;
                 }
@@ -1004,7 +1129,7 @@ kvr_events_event(kvr_events_ctx_t *ctx, const uint8_t *p, const uint8_t *end)
                 field = kvr_events_key(k.data, (size_t) k.n);
 
             } else if (k.type == KVR_MP_ARRAY || k.type == KVR_MP_MAP) {
-                p = kvr_mp_skip(key, end, ctx->depth, &err);
+                p = kvr_mp_skip(key, end, ctx->depth, &ctx->err);
                 if (p == NULL) {
                     return NULL;
                 }
@@ -1017,7 +1142,7 @@ kvr_events_event(kvr_events_ctx_t *ctx, const uint8_t *p, const uint8_t *end)
                 if (p == NULL || tag == NULL) {
                     tag = NULL;
                     ctx->bad |= KVR_BIT(KVR_F_TYPE);
-                    p = kvr_mp_skip(key, end, ctx->depth, &err);
+                    p = kvr_mp_skip(key, end, ctx->depth, &ctx->err);
                     if (p == NULL) {
                         return NULL;
                     }
@@ -1103,7 +1228,6 @@ kvr_events_field(kvr_events_ctx_t *ctx, kvr_events_field_e field,
     kvr_mp_t              v;
     kvr_event_t          *ev;
     const uint8_t        *q;
-    kvr_events_status_e   err;
 
     ev = &ctx->ev;
 
@@ -1178,8 +1302,7 @@ kvr_events_field(kvr_events_ctx_t *ctx, kvr_events_field_e field,
         break;
 
     default:
-        q = kvr_mp_skip(p, end, ctx->depth, &err);
-        return q;
+        return kvr_mp_skip(p, end, ctx->depth, &ctx->err);
     }
 
     if (q != NULL) {
@@ -1187,9 +1310,14 @@ kvr_events_field(kvr_events_ctx_t *ctx, kvr_events_field_e field,
         return q;
     }
 
+    if (ctx->err != KVR_EVENTS_OK) {
+        return NULL;
+    }
+
+    /* skipping checks the grammar of what the decoder did not read */
     ctx->bad |= KVR_BIT(field);
 
-    return kvr_mp_skip(p, end, ctx->depth, &err);
+    return kvr_mp_skip(p, end, ctx->depth, &ctx->err);
 }
 
 
@@ -1245,22 +1373,38 @@ kvr_events_key(const uint8_t *key, size_t len)
 }
 
 
+/* appends to dec->hashes; NULL with ctx->err set if it must not */
 static const uint8_t *
 kvr_events_hashes(kvr_events_ctx_t *ctx, const uint8_t *p,
     const uint8_t *end)
 {
-    uint64_t   i;
-    kvr_mp_t   v;
-    uint64_t  *hashes;
+    uint64_t               i;
+    kvr_mp_t               v;
+    uint64_t              *hashes;
+    kvr_events_decoder_t  *dec;
+
+    dec = ctx->dec;
 
     p = kvr_mp_read(p, end, &v);
-    if (p == NULL || v.type != KVR_MP_ARRAY
-        || v.n > ctx->dec->limits.max_hashes)
-    {
+    if (p == NULL || v.type != KVR_MP_ARRAY) {
         return NULL;
     }
 
-    hashes = ctx->dec->hashes;
+    if (v.n > dec->limits.max_hashes - dec->n_hashes) {
+        ctx->err = KVR_EVENTS_ERR_LIMIT;
+        return NULL;
+    }
+
+    if (kvr_events_reserve((void **) &dec->hashes, &dec->hashes_cap,
+                           dec->n_hashes + v.n, sizeof(uint64_t),
+                           dec->limits.max_hashes)
+        != 0)
+    {
+        ctx->err = KVR_EVENTS_ERR_NO_MEMORY;
+        return NULL;
+    }
+
+    hashes = dec->hashes + dec->n_hashes;
 
     for (i = 0; i < v.n; i++) {
         p = kvr_events_hash(p, end, &hashes[i]);
@@ -1269,8 +1413,9 @@ kvr_events_hashes(kvr_events_ctx_t *ctx, const uint8_t *p,
         }
     }
 
-    ctx->ev.hashes = hashes;
+    ctx->hash_off = dec->n_hashes;
     ctx->ev.n_hashes = (uint32_t) v.n;
+    dec->n_hashes += v.n;
 
     return p;
 }
@@ -1319,26 +1464,42 @@ static const uint8_t *
 kvr_events_tokens(kvr_events_ctx_t *ctx, const uint8_t *p,
     const uint8_t *end)
 {
-    uint32_t   i, n;
-    uint32_t  *tokens;
-    uint64_t   t, raw, fix;
-    unsigned   c;
-    kvr_mp_t   v;
+    uint32_t               i, n;
+    uint32_t              *tokens;
+    uint64_t               t, raw, fix;
+    unsigned               c;
+    kvr_mp_t               v;
+    kvr_events_decoder_t  *dec;
+
+    dec = ctx->dec;
 
     p = kvr_mp_read(p, end, &v);
-    if (p == NULL || v.type != KVR_MP_ARRAY
-        || v.n > ctx->dec->limits.max_tokens)
+    if (p == NULL || v.type != KVR_MP_ARRAY) {
+        return NULL;
+    }
+
+    if (v.n > dec->limits.max_tokens - dec->n_tokens) {
+        ctx->err = KVR_EVENTS_ERR_LIMIT;
+        return NULL;
+    }
+
+    if (kvr_events_reserve((void **) &dec->tokens, &dec->tokens_cap,
+                           dec->n_tokens + v.n, sizeof(uint32_t),
+                           dec->limits.max_tokens)
+        != 0)
     {
+        ctx->err = KVR_EVENTS_ERR_NO_MEMORY;
         return NULL;
     }
 
     n = (uint32_t) v.n;
-    tokens = ctx->dec->tokens;
+    tokens = dec->tokens + dec->n_tokens;
 
     for (i = 0; i < n; i++) {
-        c = *p;
 
         if ((size_t) (end - p) >= 9) {
+            c = *p;
+
             if (kvr_tok_len[c] == 0) {
                 return NULL;
             }
@@ -1348,9 +1509,13 @@ kvr_events_tokens(kvr_events_ctx_t *ctx, const uint8_t *p,
             t = (c & fix) | (raw & ~fix);
 
         } else {
-            if (p >= end || kvr_tok_len[c] == 0
-                || (size_t) (end - p) < kvr_tok_len[c])
-            {
+            if (p >= end) {
+                return NULL;
+            }
+
+            c = *p;
+
+            if (kvr_tok_len[c] == 0 || (size_t) (end - p) < kvr_tok_len[c]) {
                 return NULL;
             }
 
@@ -1365,8 +1530,9 @@ kvr_events_tokens(kvr_events_ctx_t *ctx, const uint8_t *p,
         p += kvr_tok_len[c];
     }
 
-    ctx->ev.token_ids = tokens;
+    ctx->token_off = dec->n_tokens;
     ctx->ev.n_tokens = n;
+    dec->n_tokens += n;
 
     return p;
 }
@@ -1379,7 +1545,6 @@ kvr_events_meta(kvr_events_ctx_t *ctx, const uint8_t *p, const uint8_t *end)
     uint64_t              i, n;
     kvr_mp_t              v;
     const uint8_t        *key;
-    kvr_events_status_e   err;
 
     p = kvr_mp_read(p, end, &v);
     if (p == NULL || v.type != KVR_MP_MAP) {
@@ -1408,13 +1573,13 @@ kvr_events_meta(kvr_events_ctx_t *ctx, const uint8_t *p, const uint8_t *end)
         }
 
         if (v.type == KVR_MP_ARRAY || v.type == KVR_MP_MAP) {
-            p = kvr_mp_skip(key, end, ctx->depth - 1, &err);
+            p = kvr_mp_skip(key, end, ctx->depth - 1, &ctx->err);
             if (p == NULL) {
                 return NULL;
             }
         }
 
-        p = kvr_mp_skip(p, end, ctx->depth - 1, &err);
+        p = kvr_mp_skip(p, end, ctx->depth - 1, &ctx->err);
         if (p == NULL) {
             return NULL;
         }

@@ -39,21 +39,28 @@
  *     so a handle does not depend on VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES.
  * A handle is only meaningful within one engine process (section 3).
  *
- * An event whose required fields are missing or have a wrong type, whose
- * token ids are not u32 ints, or which exceeds max_hashes or max_tokens,
- * is counted in n_malformed and skipped; the rest of the batch goes on.
- * Required: BlockStored block_hashes, parent_block_hash, token_ids,
- * block_size (>= 1); BlockRemoved block_hashes.  Optional fields, when
- * present, must have their type (int or nil, str or nil); ignored fields
- * (extra_keys, kv_cache_spec_sliding_window, session_id, ...) may be
- * anything.  Strings are raw bytes, not checked for UTF-8.
+ * An event whose required fields are missing or have a wrong type, or
+ * whose token ids are not u32 ints, is counted in n_malformed and skipped;
+ * the rest of the batch goes on.  Required: BlockStored block_hashes,
+ * parent_block_hash, token_ids, block_size (>= 1); BlockRemoved
+ * block_hashes.  Optional fields, when present, must have their type (int
+ * or nil, str or nil); ignored fields (extra_keys, session_id,
+ * kv_cache_spec_sliding_window, ...) may be anything.  Token lists of
+ * another shape (SGLang's EAGLE bigram pairs) are malformed.  Strings are
+ * raw bytes, not checked for UTF-8.
  *
- * The whole payload is validated first (well-formed msgpack, nothing after
- * the batch, limits, batch shape), so a payload is either rejected with no
- * handler call or its events are delivered in order: a consumer never
- * applies half of a corrupt batch.  The token count is not checked against
- * the hash count times block_size (hybrid models send other spans); the
- * consumer decides.
+ * One pass decodes the whole payload into the decoder's memory, and the
+ * handler is called only once all of it has proved well-formed (msgpack
+ * grammar, nothing after the batch, limits, the batch's own fields).  So
+ * a payload is either rejected with no handler call or its events are
+ * delivered in order: a consumer never applies half of a corrupt batch,
+ * and dp_rank, which follows the events on the wire, is known at the
+ * first call.  The token count is not checked against the hash count
+ * times block_size (hybrid models send other spans); the consumer decides.
+ *
+ * Memory: the decoder grows its arrays (events, hashes, token ids) as
+ * batches need, never beyond the limits, and keeps them for the next
+ * batch.  With the default limits that is at most about 14 MiB.
  */
 
 #ifndef _KVR_EVENTS_H_INCLUDED_
@@ -83,7 +90,9 @@ typedef enum {
     KVR_EVENTS_ERR_MSGPACK,     /* truncated, 0xc1, or bytes after it */
     KVR_EVENTS_ERR_DEPTH,       /* nested deeper than max_depth */
     KVR_EVENTS_ERR_EVENTS,      /* more events than max_events */
+    KVR_EVENTS_ERR_LIMIT,       /* more hashes or token ids than allowed */
     KVR_EVENTS_ERR_BATCH,       /* not a batch: shape or field types */
+    KVR_EVENTS_ERR_NO_MEMORY,   /* growing the decoder's arrays failed */
     KVR_EVENTS_ERR_ABORTED      /* the handler asked to stop */
 } kvr_events_status_e;
 
@@ -130,14 +139,14 @@ typedef struct {
     size_t               max_bytes;     /* payload length */
     uint32_t             max_depth;     /* containers, the batch is 1 */
     uint32_t             max_events;    /* per batch */
-    uint32_t             max_hashes;    /* block_hashes per event */
-    uint32_t             max_tokens;    /* token_ids per event */
+    uint32_t             max_hashes;    /* all block_hashes of a batch */
+    uint32_t             max_tokens;    /* all token_ids of a batch */
 } kvr_events_limits_t;
 
 
 /*
  * One decoded event.  The arrays and strings are valid only during the
- * handler call: hashes and token_ids live in the decoder's scratch, the
+ * handler call: hashes and token_ids live in the decoder's memory, the
  * strings (not nul-terminated) point into the payload.
  */
 typedef struct {
@@ -184,13 +193,14 @@ typedef int (*kvr_event_handler_pt)(void *data,
 typedef struct kvr_events_decoder_s  kvr_events_decoder_t;
 
 
-/* 16 MiB, depth 16, 65536 events, 65536 hashes, 1 Mi tokens per event */
+/* 16 MiB, depth 16, 65536 events, 256 Ki hashes, 1 Mi token ids */
 void kvr_events_limits_default(kvr_events_limits_t *limits);
 
 /*
- * A decoder owns the scratch for one event (max_hashes u64 plus
- * max_tokens u32, allocated once here).  NULL when a limit is 0 or above
- * its cap, or when allocation fails.  Not thread-safe: one per thread.
+ * A decoder holds the limits and the memory batches are decoded into
+ * (allocated on demand).  NULL when a limit is 0 or above its cap (depth:
+ * below 4, the least a batch of BlockStored needs), or when allocation
+ * fails.  Not thread-safe: one per thread.
  */
 kvr_events_decoder_t *kvr_events_decoder_create(
     const kvr_events_limits_t *limits);
@@ -214,11 +224,11 @@ kvr_events_status_e kvr_events_replay_frame(const kvr_events_frame_t *frames,
     size_t n_frames, kvr_events_replay_t *out);
 
 /*
- * Decodes one payload.  batch is filled in (zeroed first); handler is
- * called for each BlockStored, BlockRemoved and AllBlocksCleared in order.
- * Returns KVR_EVENTS_OK when the batch was delivered (look at n_malformed
- * and n_unknown), an error otherwise; before any handler call unless the
- * error is KVR_EVENTS_ERR_ABORTED.
+ * Decodes one payload.  batch is filled in (zeroed first); handler (may
+ * be NULL) is called for each BlockStored, BlockRemoved and
+ * AllBlocksCleared in order.  Returns KVR_EVENTS_OK when the batch was
+ * delivered (look at n_malformed and n_unknown), an error otherwise;
+ * before any handler call unless the error is KVR_EVENTS_ERR_ABORTED.
  */
 kvr_events_status_e kvr_events_decode(kvr_events_decoder_t *dec,
     const uint8_t *buf, size_t len, kvr_event_batch_t *batch,

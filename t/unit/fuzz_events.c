@@ -214,8 +214,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         small.max_bytes = 4096;
         small.max_depth = 5;
         small.max_events = 4;
-        small.max_hashes = 3;
-        small.max_tokens = 5;
+        small.max_hashes = 5;
+        small.max_tokens = 9;
 
         dec_big = kvr_events_decoder_create(&big);
         dec_small = kvr_events_decoder_create(&small);
@@ -245,7 +245,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         && (rc_big == KVR_EVENTS_ERR_MSGPACK)
            != (rc_small == KVR_EVENTS_ERR_MSGPACK)
         && rc_small != KVR_EVENTS_ERR_DEPTH
-        && rc_small != KVR_EVENTS_ERR_EVENTS)
+        && rc_small != KVR_EVENTS_ERR_EVENTS
+        && rc_small != KVR_EVENTS_ERR_LIMIT)
     {
         abort();
     }

@@ -1640,7 +1640,7 @@ test_limits(void)
     kvr_events_limits_default(&lim);
     lim.max_bytes = 200;
     lim.max_events = 2;
-    lim.max_hashes = 2;
+    lim.max_hashes = 3;
     lim.max_tokens = 8;
     small = kvr_events_decoder_create(&lim);
     tap_ok(small != NULL, "decoder with small limits");
@@ -1654,7 +1654,7 @@ test_limits(void)
 
     pack_example_array();
     tap_is(run_packed(), KVR_EVENTS_OK, "limits: example fits exactly");
-    tap_is(sink.n, 2, "limits: 8 tokens, 2 hashes, 2 events allowed");
+    tap_is(sink.n, 2, "limits: 2 events, 3 hashes, 8 tokens allowed");
 
     pk_reset();
     msgpack_pack_array(&pk, 2);
@@ -1667,6 +1667,7 @@ test_limits(void)
     tap_is(run_packed(), KVR_EVENTS_ERR_EVENTS, "limits: 3 events > 2");
     tap_is(sink.n, 0, "limits: no event delivered");
 
+    /* 1 + 3 hashes in a batch */
     pk_reset();
     msgpack_pack_array(&pk, 2);
     msgpack_pack_double(&pk, 1.0);
@@ -1685,9 +1686,62 @@ test_limits(void)
     msgpack_pack_int(&pk, 2);
     msgpack_pack_int(&pk, 3);
     rc = run_packed();
+    tap_ok(rc == KVR_EVENTS_ERR_LIMIT && sink.n == 0,
+           "limits: 4 hashes in a batch > 3, nothing delivered");
+
+    /* a malformed event's 3 hashes are given back, then 3 more fit */
+    pk_reset();
+    msgpack_pack_array(&pk, 2);
+    msgpack_pack_double(&pk, 1.0);
+    msgpack_pack_array(&pk, 2);
+    msgpack_pack_array(&pk, 5);
+    pk_str("BlockStored");
+    msgpack_pack_array(&pk, 3);
+    msgpack_pack_int(&pk, 4);
+    msgpack_pack_int(&pk, 5);
+    msgpack_pack_int(&pk, 6);
+    msgpack_pack_nil(&pk);
+    pk_tokens(ex_tokens, 8);
+    pk_str("x");
+    msgpack_pack_array(&pk, 2);
+    pk_str("BlockRemoved");
+    msgpack_pack_array(&pk, 3);
+    msgpack_pack_int(&pk, 1);
+    msgpack_pack_int(&pk, 2);
+    msgpack_pack_int(&pk, 3);
+    rc = run_packed();
     tap_ok(rc == KVR_EVENTS_OK && sink.n == 1 && batch.n_malformed == 1
-           && sink.ev[0].type == KVR_EVENT_BLOCK_STORED,
-           "limits: 3 hashes > 2 malformed, 8 tokens fine");
+           && sink.ev[0].n_hashes == 3 && sink.ev[0].hashes[0] == 1
+           && sink.ev[0].hashes[2] == 3,
+           "limits: a malformed event's hashes and tokens do not count");
+
+    /* nor do those under a map AllBlocksCleared or an unknown type */
+    for (i = 0; i < 2; i++) {
+        pk_reset();
+        msgpack_pack_array(&pk, 2);
+        msgpack_pack_double(&pk, 1.0);
+        msgpack_pack_array(&pk, 2);
+        msgpack_pack_map(&pk, 2);
+        pk_str("type");
+        pk_str(i == 0 ? "AllBlocksCleared" : "BlockInactive");
+        pk_str("block_hashes");
+        msgpack_pack_array(&pk, 3);
+        msgpack_pack_int(&pk, 7);
+        msgpack_pack_int(&pk, 8);
+        msgpack_pack_int(&pk, 9);
+        msgpack_pack_array(&pk, 2);
+        pk_str("BlockRemoved");
+        msgpack_pack_array(&pk, 3);
+        msgpack_pack_int(&pk, 1);
+        msgpack_pack_int(&pk, 2);
+        msgpack_pack_int(&pk, 3);
+        rc = run_packed();
+        tap_ok(rc == KVR_EVENTS_OK && sink.n == 2 - i
+               && sink.ev[0].n_hashes == (i == 0 ? 0 : 3)
+               && sink.ev[1 - i].hashes[0] == 1,
+               "limits: hashes of %s given back",
+               i == 0 ? "AllBlocksCleared" : "an unknown type");
+    }
 
     pk_reset();
     msgpack_pack_array(&pk, 2);
@@ -1703,9 +1757,23 @@ test_limits(void)
         msgpack_pack_int(&pk, 1);
     }
     msgpack_pack_int(&pk, 8);
-    rc = run_packed();
-    tap_ok(rc == KVR_EVENTS_OK && sink.n == 0 && batch.n_malformed == 1,
-           "limits: 9 tokens > 8 malformed");
+    tap_is(run_packed(), KVR_EVENTS_ERR_LIMIT, "limits: 9 tokens > 8");
+
+    /* 5 + 4 token ids in two events */
+    pk_reset();
+    msgpack_pack_array(&pk, 2);
+    msgpack_pack_double(&pk, 1.0);
+    msgpack_pack_array(&pk, 2);
+    for (i = 0; i < 2; i++) {
+        msgpack_pack_array(&pk, 5);
+        pk_str("BlockStored");
+        msgpack_pack_array(&pk, 0);
+        msgpack_pack_nil(&pk);
+        pk_tokens(ex_tokens, 5 - i);
+        msgpack_pack_int(&pk, 8);
+    }
+    tap_ok(run_packed() == KVR_EVENTS_ERR_LIMIT && sink.n == 0,
+           "limits: 5 + 4 token ids in a batch > 8");
 
     pk_reset();
     msgpack_pack_array(&pk, 2);
