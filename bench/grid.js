@@ -491,6 +491,17 @@ function quote(s) {
 
 // A data file: x = prefix types, then one column per measured router, the
 // seed columns (drawn dashed) and the upper bound (dotted) if any.
+// measured routers keep one colour in every plot
+const ROUTER_COLOURS = { round_robin: '#9400d3', random: '#009e73', hash: '#56b4e9', 'kvroute-approx': '#0072b2',
+  'kvroute-dynamo': '#e69f00', 'kvroute-rr': '#cc79a7' };
+const SPARE_COLOURS = ['#8b4513', '#2f4f4f', '#808000', '#ff1493', '#000080'];
+
+function routerColour(router, allRouters) {
+  if (ROUTER_COLOURS[router]) return ROUTER_COLOURS[router];
+  const others = allRouters.filter((r) => !ROUTER_COLOURS[r]);
+  return SPARE_COLOURS[others.indexOf(router) % SPARE_COLOURS.length];
+}
+
 // seed curves: grey for the non-KV baselines, red for Dynamo's KV routing
 const SEED_COLOURS = { baseline: 'gray60', round_robin: 'gray30', kv: 'red', approximate: 'orange' };
 
@@ -546,14 +557,17 @@ function makePlots(results, o) {
   const made = [];
   for (const j of jobs) {
     const base = `${j.kind}_w${j.w}_c${j.c}`;
+    const plotted = routers.filter((rt) => results.some((r) => r.router === rt && r.workers === j.w &&
+      r.concurrency === j.c));
     const dat = path.join(dataDir, base + '.dat');
     const png = path.join(o.out, base + '.png');
-    writePlotData(dat, best, routers, prefixes, j.w, j.c, j.field, j.seedField, j.seedVariants, j.scale, j.bound);
+    writePlotData(dat, best, plotted, prefixes, j.w, j.c, j.field, j.seedField, j.seedVariants, j.scale, j.bound);
     const defs = [
       `datafile=${quote(dat)}`, `outfile=${quote(png)}`, `plottitle=${quote(j.title)}`,
-      `ylab=${quote(j.ylabel)}`, `yr=${quote(j.yrange)}`, `nmeasured=${routers.length}`,
+      `ylab=${quote(j.ylabel)}`, `yr=${quote(j.yrange)}`, `nmeasured=${plotted.length}`,
       `nseed=${j.seedVariants.length}`, `hasbound=${j.bound ? 1 : 0}`,
       `xtics=${quote('(' + prefixes.join(', ') + ')')}`,
+      `measuredcolors=${quote(plotted.map((rt) => routerColour(rt, routers)).join(' '))}`,
       `seedcolors=${quote(j.seedVariants.map((sv) => SEED_COLOURS[sv]).join(' '))}`,
     ].join('; ');
     const g = spawnSync('gnuplot', ['-e', defs, PLOT_GP], { encoding: 'utf8' });

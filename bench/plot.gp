@@ -4,10 +4,12 @@
 #              x (prefix types), nmeasured measured routers (solid),
 #              nseed seed variants (dashed), then the upper bound (dotted)
 #              if hasbound is 1; "?" marks a missing point
+#   measuredcolors one colour per measured column, space-separated
 #   seedcolors one colour name per seed column, space-separated
 #   outfile, plottitle, ylab, yr (e.g. "[0:105]"), xtics (e.g. "(2, 7, 12, 24)")
 
 if (!exists("seedcolors")) seedcolors = "gray30 red orange gray60"
+if (!exists("measuredcolors")) measuredcolors = "#9400d3 #009e73 #56b4e9 #0072b2 #e69f00 #cc79a7"
 
 if (strstrt(GPVAL_TERMINALS, "pngcairo") > 0) {
     set terminal pngcairo size 900,560 enhanced font "Sans,11"
@@ -33,7 +35,8 @@ bound_col = last_seed + 1
 # measured routers solid, seed curves dashed in their own colours, the
 # upper bound dotted black
 plot for [i=2:nmeasured+1] datafile using 1:i with linespoints \
-        lw 2 pt 7 ps 1.2 dt 1 title columnheader(i), \
+        lw 2 pt 7 ps 1.2 dt 1 lc rgb word(measuredcolors, i - 1) \
+        title columnheader(i), \
      for [i=first_seed:last_seed] datafile using 1:i with linespoints \
         lw 2 pt 6 ps 1.0 dt 2 lc rgb word(seedcolors, i - first_seed + 1) \
         title columnheader(i), \
