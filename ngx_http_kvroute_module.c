@@ -22,6 +22,7 @@ static char *ngx_http_kvroute(ngx_conf_t *cf, ngx_command_t *cmd,
 static char *ngx_http_kvroute_load_tokenizer(ngx_conf_t *cf,
     ngx_http_kvroute_srv_conf_t *kcf, ngx_str_t *json, ngx_str_t *config);
 static void ngx_http_kvroute_free_tokenizer(void *data);
+static void ngx_http_kvroute_free_chat(void *data);
 static char *ngx_http_kvroute_param_uint(ngx_conf_t *cf, ngx_str_t *value,
     size_t skip, ngx_uint_t min, ngx_uint_t max, ngx_uint_t *out);
 static char *ngx_http_kvroute_param_double(ngx_conf_t *cf, ngx_str_t *value,
@@ -423,9 +424,47 @@ ngx_http_kvroute_load_tokenizer(ngx_conf_t *cf,
     cln->handler = ngx_http_kvroute_free_tokenizer;
     cln->data = kcf->tokenizer;
 
-    kvr_tokenizer_set_max_input(kcf->tokenizer, kcf->max_body);
+    kvr_tokenizer_set_max_input(kcf->tokenizer,
+                                kcf->max_body + NGX_HTTP_KVROUTE_RENDER_EXTRA);
+
+    if (config->len == 0) {
+        return NGX_CONF_OK;
+    }
+
+    /*
+     * the chat template: a template kvroute cannot render exactly leaves
+     * chat requests on text keys, which still route; say so loudly
+     */
+
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    err[0] = '\0';
+
+    kcf->chat = kvr_chat_config_load((char *) config->data, NULL, err,
+                                     sizeof(err));
+
+    if (kcf->chat == NULL) {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                           "kvroute: chat requests keep text keys, the chat "
+                           "template of \"%V\" is not usable: %s",
+                           config, err);
+        return NGX_CONF_OK;
+    }
+
+    cln->handler = ngx_http_kvroute_free_chat;
+    cln->data = kcf->chat;
 
     return NGX_CONF_OK;
+}
+
+
+static void
+ngx_http_kvroute_free_chat(void *data)
+{
+    kvr_chat_config_free(data);
 }
 
 

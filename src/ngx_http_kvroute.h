@@ -16,10 +16,14 @@
 #include "kvr_index.h"
 #include "kvr_policy.h"
 #include "kvr_tokenizer.h"
+#include "kvr_chat.h"
 
 
 #define NGX_HTTP_KVROUTE_MAX_ROWS     64
 #define NGX_HTTP_KVROUTE_MAX_PEERS    KVR_INDEX_MAX_SLOTS
+
+/* a chat template adds markup: room beyond the body for its render */
+#define NGX_HTTP_KVROUTE_RENDER_EXTRA (64 * 1024)
 
 
 typedef enum {
@@ -92,7 +96,9 @@ typedef struct {
 
     /* loaded in the master at configuration time, shared by the workers */
     kvr_tokenizer_t                 *tokenizer;
+    kvr_chat_config_t               *chat;       /* its chat template */
     kvr_ids_t                        ids;        /* per process scratch */
+    char                            *rendered;   /* per process scratch */
 
     ngx_http_upstream_srv_conf_t    *upstream;
 

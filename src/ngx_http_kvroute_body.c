@@ -27,8 +27,11 @@ static ngx_int_t ngx_http_kvroute_body_bytes(ngx_http_request_t *r,
     size_t max, u_char **data, size_t *len);
 static void ngx_http_kvroute_log_reason(ngx_http_request_t *r,
     ngx_uint_t reason, size_t body_len);
+static ngx_int_t ngx_http_kvroute_tokenize(ngx_http_request_t *r,
+    ngx_http_kvroute_srv_conf_t *kcf, kvr_request_t *req,
+    ngx_int_t endpoint);
 static void ngx_http_kvroute_log_tokenizer(ngx_http_request_t *r,
-    int status);
+    const char *what, const char *why);
 
 
 static ngx_uint_t  ngx_http_kvroute_parse_reasons[] = {
@@ -202,29 +205,19 @@ ngx_http_kvroute_analyze(ngx_http_request_t *r,
     ctx->keys = ids ? NGX_HTTP_KVROUTE_KEYS_IDS : NGX_HTTP_KVROUTE_KEYS_TEXT;
 
     /*
-     * a completions prompt is tokenized as vLLM does it (special tokens
-     * added); chat prompts keep text keys until their template renders
+     * with a tokenizer, the prompt is what vLLM tokenizes: a completions
+     * prompt as given, special tokens added; a chat request rendered with
+     * the model's chat template, no special tokens added (the template
+     * writes them)
      */
 
     if (ids == NULL && kcf->tokenizer
-        && endpoint == KVR_ENDPOINT_COMPLETIONS)
+        && (endpoint == KVR_ENDPOINT_COMPLETIONS || kcf->chat))
     {
-        if (kcf->ids.max == 0) {
-            kvr_ids_init(&kcf->ids, kcf->max_body + 16);
-        }
-
-        kvr_ids_reset(&kcf->ids);
-
-        rc = kvr_tokenizer_encode(kcf->tokenizer, req.text, req.text_len, 1,
-                                  &kcf->ids);
-
-        if (rc == KVR_TOK_OK) {
+        if (ngx_http_kvroute_tokenize(r, kcf, &req, endpoint) == NGX_OK) {
             ids = kcf->ids.ids;
             n_ids = kcf->ids.n;
             ctx->keys = NGX_HTTP_KVROUTE_KEYS_TOKENS;
-
-        } else {
-            ngx_http_kvroute_log_tokenizer(r, rc);
         }
     }
 
@@ -416,10 +409,71 @@ ngx_http_kvroute_log_reason(ngx_http_request_t *r, ngx_uint_t reason,
 }
 
 
-/* a prompt the tokenizer refused keeps text keys; said once a second */
+/*
+ * The prompt's token ids into kcf->ids (per process scratch, reused), or
+ * NGX_DECLINED with the reason logged: the request then keeps text keys.
+ */
+
+static ngx_int_t
+ngx_http_kvroute_tokenize(ngx_http_request_t *r,
+    ngx_http_kvroute_srv_conf_t *kcf, kvr_request_t *req, ngx_int_t endpoint)
+{
+    int          rc;
+    char         err[128];
+    size_t       len, max;
+    const char  *text;
+
+    max = kcf->max_body + NGX_HTTP_KVROUTE_RENDER_EXTRA;
+
+    if (kcf->ids.max == 0) {
+        kvr_ids_init(&kcf->ids, max + 16);
+    }
+
+    kvr_ids_reset(&kcf->ids);
+
+    text = req->text;
+    len = req->text_len;
+
+    if (endpoint == KVR_ENDPOINT_CHAT) {
+        if (kcf->rendered == NULL) {
+            kcf->rendered = ngx_alloc(max, ngx_cycle->log);
+            if (kcf->rendered == NULL) {
+                return NGX_DECLINED;
+            }
+        }
+
+        err[0] = '\0';
+
+        rc = kvr_chat_render(kcf->chat, req->root, 0, kcf->rendered, max,
+                             &len, err, sizeof(err));
+
+        if (rc != KVR_CHAT_OK) {
+            ngx_http_kvroute_log_tokenizer(r, "chat template", err);
+            return NGX_DECLINED;
+        }
+
+        text = kcf->rendered;
+    }
+
+    rc = kvr_tokenizer_encode(kcf->tokenizer, text, len,
+                              endpoint == KVR_ENDPOINT_COMPLETIONS,
+                              &kcf->ids);
+
+    if (rc != KVR_TOK_OK) {
+        ngx_http_kvroute_log_tokenizer(r, "tokenizer",
+                                       kvr_tokenizer_status_name(rc));
+        return NGX_DECLINED;
+    }
+
+    return NGX_OK;
+}
+
+
+/* a prompt that could not be tokenized keeps text keys; said once a second */
 
 static void
-ngx_http_kvroute_log_tokenizer(ngx_http_request_t *r, int status)
+ngx_http_kvroute_log_tokenizer(ngx_http_request_t *r, const char *what,
+    const char *why)
 {
     static time_t      last;
     static ngx_uint_t  hidden;
@@ -436,9 +490,8 @@ ngx_http_kvroute_log_tokenizer(ngx_http_request_t *r, int status)
     last = now;
 
     ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                  "kvroute: tokenizer refused the prompt (%s), text keys"
-                  " used (%ui alike not logged)",
-                  kvr_tokenizer_status_name(status), hidden);
+                  "kvroute: %s refused the prompt (%s), text keys used"
+                  " (%ui alike not logged)", what, why, hidden);
 
     hidden = 0;
 }

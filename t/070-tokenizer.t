@@ -24,6 +24,13 @@ our $Text = "I'm here, you're there; he'll go. She'D, THEY'RE, we'VE";
 our @Ids = (40, 2776, 1588, 11, 498, 2299, 1052, 26, 566, 3278, 728, 13,
             2932, 27705, 11, 62493, 94153, 11, 582, 6, 4491);
 
+# tokenizer.md section 11.1: Qwen3's render of [system "You are a helpful
+# assistant.", user "Hello! What's 2+2?"] with add_generation_prompt is
+# these 28 ids (with enable_thinking false, 4 more follow)
+our @ChatIds = (151644, 8948, 198, 2610, 525, 264, 10950, 17847, 13, 151645,
+                198, 151644, 872, 198, 9707, 0, 3555, 594, 220, 17, 10, 17,
+                30, 151645, 198, 151644, 77091, 198);
+
 our $HttpConfig = <<'_EOC_';
 upstream llm {
     kvroute block_size=16 tokenizer=$TEST_NGINX_QWEN3/tokenizer.json
@@ -82,11 +89,44 @@ Content-Type: application/json
 
 
 
-=== TEST 3: chat prompts keep text keys until their template renders
+=== TEST 3: a chat request is rendered with Qwen3's template and tokenized
 --- main_config
 load_module $TEST_NGINX_KVROUTE_SO;
 --- http_config eval: $::HttpConfig
 --- config eval: $::Config
+--- more_headers
+Content-Type: application/json
+--- request eval
+[ "POST /v1/completions\n" . JSON::PP->new->encode({ model => "m", prompt => [ @::ChatIds ] }),
+  "POST /v1/chat/completions\n" . JSON::PP->new->encode({ model => "m",
+    messages => [ { role => "system", content => "You are a helpful assistant." },
+                  { role => "user", content => "Hello! What's 2+2?" } ] }),
+  "POST /v1/chat/completions\n" . JSON::PP->new->encode({ model => "m",
+    chat_template_kwargs => { enable_thinking => JSON::PP::false },
+    messages => [ { role => "system", content => "You are a helpful assistant." },
+                  { role => "user", content => "Hello! What's 2+2?" } ] }) ]
+--- response_headers eval
+[ "X-Kvroute: ids 28 1 home 0", "X-Kvroute: tokens 28 1 overlap 1",
+  "X-Kvroute: tokens 32 2 overlap 1" ]
+--- no_error_log
+[error]
+
+
+
+=== TEST 4: a chat template outside the subset leaves chat on text keys
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm {
+    kvroute tokenizer=$TEST_NGINX_QWEN3/tokenizer.json
+            tokenizer_config=../html/bad_config.json;
+    server 127.0.0.1:$TEST_NGINX_B1;
+}
+server { listen 127.0.0.1:$TEST_NGINX_B1; location / { return 200 "ok\n"; } }
+--- config eval: $::Config
+--- user_files
+>>> bad_config.json
+{"chat_template": "{% include 'other.jinja' %}", "bos_token": null}
 --- more_headers
 Content-Type: application/json
 --- request eval
@@ -99,7 +139,7 @@ X-Kvroute: text \d+ \d+ home 0
 
 
 
-=== TEST 4: a tokenizer file that does not exist
+=== TEST 5: a tokenizer file that does not exist
 --- main_config
 load_module $TEST_NGINX_KVROUTE_SO;
 --- http_config
@@ -111,7 +151,7 @@ qr/invalid "tokenizer" "\/nonexistent\/tokenizer.json": /
 
 
 
-=== TEST 5: a file that is not a tokenizer
+=== TEST 6: a file that is not a tokenizer
 --- main_config
 load_module $TEST_NGINX_KVROUTE_SO;
 --- http_config
