@@ -702,7 +702,11 @@ kvr_tok_bpe_encode(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
         slot->key_len = (uint8_t) len;
         slot->n_ids = (uint8_t) n_ids;
         memcpy(slot->key, piece, len);
-        memcpy(slot->ids, out->ids + first, n_ids * sizeof(uint32_t));
+
+        if (n_ids != 0) {
+            /* out->ids may still be NULL: no memcpy from it */
+            memcpy(slot->ids, out->ids + first, n_ids * sizeof(uint32_t));
+        }
     }
 
     return KVR_TOK_OK;
