@@ -1018,7 +1018,8 @@ kvr_events_reserve(void **buf, size_t *cap, size_t need, size_t size,
     size_t   n;
     void    *p;
 
-    if (need <= *cap) {
+    /* allocated even for none: arithmetic on a NULL base is undefined */
+    if (need <= *cap && *buf != NULL) {
         return 0;
     }
 
