@@ -1046,8 +1046,8 @@ kvr_events_reserve(void **buf, size_t *cap, size_t need, size_t size,
 
 
 /*
- * The second pass, one event.  Returns the end of the event, NULL only if
- * the msgpack is broken (which the first pass has ruled out).  Sets
+ * One event, into ctx.  Returns the end of the event, or NULL on a
+ * msgpack, depth or limit error (in ctx->err; not set: msgpack).  Sets
  * ctx->known for an event to deliver, ctx->malformed for a bad one, and
  * neither for an unknown tag.
  */
@@ -1102,7 +1102,7 @@ kvr_events_event(kvr_events_ctx_t *ctx, const uint8_t *p, const uint8_t *end)
                 n_pos = sizeof(kvr_events_removed_pos);
             }
 
-            /* skip the rest of an unknown tag's elements unread */
+            /* AllBlocksCleared, like an unknown tag: all skipped */
         }
 
         for ( /* void */ ; i < n; i++) {
