@@ -60,7 +60,8 @@
  *
  * Memory: the decoder grows its arrays (events, hashes, token ids) as
  * batches need, never beyond the limits, and keeps them for the next
- * batch.  With the default limits that is at most about 14 MiB.
+ * batch.  With the default limits that is at most 14 MiB (65536
+ * events of 152 bytes, 512 KiB of hashes, 4 MiB of token ids).
  */
 
 #ifndef _KVR_EVENTS_H_INCLUDED_
@@ -193,7 +194,7 @@ typedef int (*kvr_event_handler_pt)(void *data,
 typedef struct kvr_events_decoder_s  kvr_events_decoder_t;
 
 
-/* 16 MiB, depth 16, 65536 events, 256 Ki hashes, 1 Mi token ids */
+/* 16 MiB, depth 16, 65536 events, 65536 hashes, 1 Mi token ids */
 void kvr_events_limits_default(kvr_events_limits_t *limits);
 
 /*
