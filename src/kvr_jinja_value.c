@@ -225,9 +225,9 @@ kvr_jlist_new(kvr_jinja_render_t *r, size_t n)
     l->n = 0;
     l->consumed = 0;
     l->cap = (uint32_t) n;
-    l->items = n ? kvr_jr_alloc(r, n * sizeof(kvr_jv_t)) : NULL;
-
-    if (n && l->items == NULL) {
+    /* never NULL, so that memcpy() of zero items stays defined */
+    l->items = kvr_jr_alloc(r, (n ? n : 1) * sizeof(kvr_jv_t));
+    if (l->items == NULL) {
         return NULL;
     }
 
@@ -724,6 +724,10 @@ kvr_jsink_put(kvr_jinja_render_t *r, kvr_jsink_t *s, const char *p,
     size_t   cap;
     char    *buf;
 
+    if (len == 0) {
+        return;
+    }
+
     if (len > s->max - s->len) {
         kvr_jfail(r, KVR_JINJA_TOO_LONG, "output longer than %zu bytes",
                   s->max);
@@ -884,10 +888,10 @@ kvr_jpy_printable(uint32_t cp)
            || (cp >= 0x30a0 && cp <= 0x30ff) || (cp >= 0xac00 && cp <= 0xd7a3)
            || (cp >= 0x2010 && cp <= 0x2027) || (cp >= 0x2030 && cp <= 0x205e)
            || (cp >= 0x3001 && cp <= 0x303f) || (cp >= 0xff01 && cp <= 0xffbe)
-           || (cp >= 0x1f300 && cp <= 0x1f64f) || (cp >= 0x1f1e6 && cp <= 0x1f1ff)
+           || (cp >= 0x1f300 && cp <= 0x1f64f)
+           || (cp >= 0x1f1e6 && cp <= 0x1f1ff)
            || (cp >= 0x621 && cp <= 0x64a) || (cp >= 0x5d0 && cp <= 0x5ea)
-           || (cp >= 0x905 && cp <= 0x939) || (cp >= 0xe01 && cp <= 0xe30)
-           || (cp >= 0x1f3fb && cp <= 0x1f3ff) || (cp >= 0x1f900 && cp <= 0x1f9ff);
+           || (cp >= 0x905 && cp <= 0x939) || (cp >= 0xe01 && cp <= 0xe30);
 }
 
 
