@@ -22,3 +22,16 @@ $(MODULE_SO): $(BUILD)/Makefile $(MODULE_DEPS)
 	printf 'load_module %s;\nevents{}\n' $(MODULE_SO) > $(BUILD)/loadtest.conf
 	$(NGINX) -g "error_log /dev/null; pid /dev/null;" -t -q \
 	    -c $(BUILD)/loadtest.conf
+
+# `make install`: the module where Debian keeps nginx's modules, and the
+# kvroute-tokenize CLI next to it and on PATH
+MODULES_DIR  ?= /usr/lib/nginx/modules
+BIN_DIR      ?= /usr/local/bin
+
+install: all
+	install -d $(DESTDIR)$(MODULES_DIR) $(DESTDIR)$(BIN_DIR)
+	install -m 644 $(MODULE_SO) $(DESTDIR)$(MODULES_DIR)/
+	install -m 755 $(BUILD)/kvroute-tokenize $(DESTDIR)$(MODULES_DIR)/
+	ln -sf $(MODULES_DIR)/kvroute-tokenize $(DESTDIR)$(BIN_DIR)/kvroute-tokenize
+
+.PHONY: install

@@ -16,9 +16,13 @@ KVR_LIBS     += -lpcre2-8 -lutf8proc
 
 tools: $(TOK_CLI)
 
-$(TOK_CLI): tools/kvroute-tokenize.c $(TOK_SRCS) $(TOK_HDRS)
+# the CLI runs the module's own request path: parsing, chat template, keys
+CLI_SRCS     := $(TOK_SRCS) src/kvr_request.c src/kvr_json.c src/kvr_hash.c \
+                src/kvr_chat.c $(wildcard src/kvr_jinja*.c)
+
+$(TOK_CLI): tools/kvroute-tokenize.c $(CLI_SRCS) $(KVR_LIB_HDRS)
 	@mkdir -p $(BUILD)
-	$(CC) $(KVR_CFLAGS) -o $@ $< $(TOK_SRCS) $(TOK_LIBS)
+	$(CC) $(KVR_CFLAGS) -o $@ $< $(CLI_SRCS) $(TOK_LIBS) -lm
 
 $(TOK_BENCH): bench/micro/tok_bench.c $(TOK_SRCS) $(TOK_HDRS)
 	@mkdir -p $(BUILD)

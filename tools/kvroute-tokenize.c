@@ -1,16 +1,27 @@
 /*
  * Copyright (C) kvroute developers
  *
- * kvroute-tokenize: encodes JSON lines with the kvroute tokenizer, for the
- * oracle tests and for checking a model's files by hand.
+ * kvroute-tokenize: the token ids (and block keys) kvroute computes for a
+ * request, with the same code the module runs; for the oracle tests and
+ * for operators asking "why didn't this request hit?".
  *
  *   kvroute-tokenize --tokenizer tokenizer.json
- *       [--config tokenizer_config.json] [--max-input BYTES]
- *       --jsonl < in.jsonl > out.jsonl
+ *       [--chat-template tokenizer_config.json] [--config tokenizer_config.json]
+ *       [--block-size N] [--max-input BYTES] --jsonl < in.jsonl > out.jsonl
  *
- * Each input line is {"text": "..."} (encoded without special tokens) or
- * {"prompt": "..."} (a completions prompt: with special tokens, as vLLM
- * does).  Each output line is {"ids": [...]} or {"error": "..."}.
+ * Each input line is one of
+ *   {"text": "..."}               encoded without special tokens;
+ *   an OpenAI completions body    {"prompt": ...}: a string encoded with
+ *                                 special tokens, as vLLM does; token ids
+ *                                 passed through;
+ *   an OpenAI chat body           {"messages": [...], ...}: rendered with
+ *                                 the chat template of --chat-template (or
+ *                                 --config), then encoded without special
+ *                                 tokens (the template writes them).
+ * Each output line is {"ids": [...]} with, for chat bodies, "text" (the
+ * rendered prompt) and, with --block-size, "blocks" (kvroute's chained
+ * block keys in hex, seeded by "model" and "cache_salt" as the module
+ * does); or {"error": "..."}.
  */
 
 #include <stdio.h>
@@ -19,18 +30,32 @@
 #include <jansson.h>
 
 #include "kvr_tokenizer.h"
+#include "kvr_request.h"
+#include "kvr_chat.h"
+#include "kvr_hash.h"
 
 
 #define KVR_CLI_MAX_LINE  (64 * 1024 * 1024)
 #define KVR_CLI_MAX_IDS   (16 * 1024 * 1024)
 
 
+typedef struct {
+    kvr_tokenizer_t    *tk;
+    kvr_chat_config_t  *chat;
+    size_t              block_size;
+    kvr_ids_t           ids;
+    char               *rendered;
+    size_t              rendered_max;
+} kvr_cli_t;
+
+
 static void
 kvr_cli_usage(void)
 {
     fprintf(stderr, "usage: kvroute-tokenize --tokenizer tokenizer.json "
-            "[--config tokenizer_config.json] [--max-input BYTES] "
-            "--jsonl\n");
+            "[--chat-template tokenizer_config.json] "
+            "[--config tokenizer_config.json] [--block-size N] "
+            "[--max-input BYTES] --jsonl\n");
 }
 
 
@@ -51,27 +76,66 @@ kvr_cli_error(const char *msg)
 
 
 static void
-kvr_cli_ids(const kvr_ids_t *ids)
+kvr_cli_result(kvr_cli_t *cli, const uint32_t *ids, size_t n,
+    const char *text, size_t text_len, const kvr_request_t *req)
 {
-    size_t  i;
+    char      *dumped;
+    json_t    *str;
+    size_t     i, nblocks;
+    uint64_t   seed, *blocks;
 
     fputs("{\"ids\":[", stdout);
 
-    for (i = 0; i < ids->n; i++) {
-        printf(i ? ",%u" : "%u", ids->ids[i]);
+    for (i = 0; i < n; i++) {
+        printf(i ? ",%u" : "%u", ids[i]);
     }
 
-    fputs("]}\n", stdout);
+    fputs("]", stdout);
+
+    if (text) {
+        str = json_stringn(text, text_len);
+        dumped = str ? json_dumps(str, JSON_ENCODE_ANY) : NULL;
+        printf(",\"text\":%s", dumped ? dumped : "null");
+        free(dumped);
+        json_decref(str);
+    }
+
+    if (cli->block_size) {
+        seed = req ? kvr_hash_seed(req->model, req->model_len,
+                                   req->cache_salt, req->cache_salt_len)
+                   : kvr_hash_seed(NULL, 0, NULL, 0);
+
+        blocks = malloc((n / cli->block_size + 1) * sizeof(uint64_t));
+        nblocks = blocks ? kvr_hash_token_blocks(ids, n, cli->block_size,
+                                                 seed, blocks,
+                                                 n / cli->block_size)
+                         : 0;
+
+        fputs(",\"blocks\":[", stdout);
+
+        for (i = 0; i < nblocks; i++) {
+            printf(i ? ",\"%016llx\"" : "\"%016llx\"",
+                   (unsigned long long) blocks[i]);
+        }
+
+        fputs("]", stdout);
+        free(blocks);
+    }
+
+    fputs("}\n", stdout);
 }
 
 
 static void
-kvr_cli_line(kvr_tokenizer_t *tk, const char *line, size_t len,
-    kvr_ids_t *ids)
+kvr_cli_line(kvr_cli_t *cli, const char *line, size_t len)
 {
-    int            rc, add_special;
-    json_t        *obj, *text;
-    json_error_t   jerr;
+    int                  rc, is_chat, add_special;
+    char                 err[256];
+    json_t              *obj, *text;
+    size_t               out_len;
+    json_error_t         jerr;
+    kvr_request_t        req;
+    kvr_parse_status_e   status;
 
     obj = json_loadb(line, len, JSON_ALLOW_NUL, &jerr);
 
@@ -81,57 +145,135 @@ kvr_cli_line(kvr_tokenizer_t *tk, const char *line, size_t len,
         return;
     }
 
+    kvr_ids_reset(&cli->ids);
+
+    /* {"text": ...}: the tokenizer alone */
+
     text = json_object_get(obj, "text");
     add_special = 0;
 
-    if (text == NULL) {
+    /* a completions string prompt: the tokenizer, special tokens added */
+
+    if (text == NULL && json_is_string(json_object_get(obj, "prompt"))) {
         text = json_object_get(obj, "prompt");
         add_special = 1;
     }
 
-    if (text == NULL && json_object_get(obj, "messages") != NULL) {
-        kvr_cli_error("chat requests are not supported yet");
+    if (text) {
+        if (!json_is_string(text)) {
+            kvr_cli_error("\"text\" must be a string");
+            json_decref(obj);
+            return;
+        }
+
+        rc = kvr_tokenizer_encode(cli->tk, json_string_value(text),
+                                  json_string_length(text), add_special,
+                                  &cli->ids);
+
+        if (rc != KVR_TOK_OK) {
+            kvr_cli_error(kvr_tokenizer_status_name(rc));
+            json_decref(obj);
+            return;
+        }
+
         json_decref(obj);
+
+        if (!add_special) {
+            kvr_cli_result(cli, cli->ids.ids, cli->ids.n, NULL, 0, NULL);
+            return;
+        }
+
+        /* the model and salt seed the block keys */
+        status = kvr_request_parse(&req, KVR_ENDPOINT_COMPLETIONS, line, len,
+                                   cli->rendered_max);
+        kvr_cli_result(cli, cli->ids.ids, cli->ids.n, NULL, 0,
+                       status == KVR_PARSE_OK ? &req : NULL);
+        kvr_request_free(&req);
         return;
     }
 
-    if (!json_is_string(text)) {
-        kvr_cli_error("need a string \"text\" or \"prompt\"");
-        json_decref(obj);
+    /* a request body: parsed as the module parses it */
+
+    is_chat = (json_object_get(obj, "messages") != NULL);
+    json_decref(obj);
+
+    status = kvr_request_parse(&req, is_chat ? KVR_ENDPOINT_CHAT
+                                             : KVR_ENDPOINT_COMPLETIONS,
+                               line, len, cli->rendered_max);
+
+    if (status != KVR_PARSE_OK) {
+        kvr_cli_error(kvr_parse_status_name(status));
+        kvr_request_free(&req);
         return;
     }
 
-    kvr_ids_reset(ids);
+    if (req.ids) {
+        kvr_cli_result(cli, req.ids, req.n_ids, NULL, 0, &req);
+        kvr_request_free(&req);
+        return;
+    }
 
-    rc = kvr_tokenizer_encode(tk, json_string_value(text),
-                              json_string_length(text), add_special, ids);
+    if (!is_chat) {
+        rc = kvr_tokenizer_encode(cli->tk, req.text, req.text_len, 1,
+                                  &cli->ids);
+        if (rc != KVR_TOK_OK) {
+            kvr_cli_error(kvr_tokenizer_status_name(rc));
+
+        } else {
+            kvr_cli_result(cli, cli->ids.ids, cli->ids.n, NULL, 0, &req);
+        }
+
+        kvr_request_free(&req);
+        return;
+    }
+
+    if (cli->chat == NULL) {
+        kvr_cli_error("chat request: give --chat-template");
+        kvr_request_free(&req);
+        return;
+    }
+
+    err[0] = '\0';
+
+    rc = kvr_chat_render(cli->chat, req.root, 0, cli->rendered,
+                         cli->rendered_max, &out_len, err, sizeof(err));
+    if (rc != KVR_CHAT_OK) {
+        kvr_cli_error(err[0] ? err : "chat template failed");
+        kvr_request_free(&req);
+        return;
+    }
+
+    rc = kvr_tokenizer_encode(cli->tk, cli->rendered, out_len, 0, &cli->ids);
 
     if (rc != KVR_TOK_OK) {
         kvr_cli_error(kvr_tokenizer_status_name(rc));
 
     } else {
-        kvr_cli_ids(ids);
+        kvr_cli_result(cli, cli->ids.ids, cli->ids.n, cli->rendered, out_len,
+                       &req);
     }
 
-    json_decref(obj);
+    kvr_request_free(&req);
 }
 
 
 int
 main(int argc, char **argv)
 {
-    int               i, jsonl;
-    char              err[512], *line;
-    size_t            cap, max_input;
-    ssize_t           len;
-    kvr_ids_t         ids;
-    const char       *json_path, *config_path;
-    kvr_tokenizer_t  *tk;
+    int          i, jsonl;
+    char         err[512], *line;
+    size_t       cap, max_input;
+    ssize_t      len;
+    kvr_cli_t    cli;
+    const char  *json_path, *config_path, *template_path;
 
     json_path = NULL;
     config_path = NULL;
+    template_path = NULL;
     max_input = 0;
     jsonl = 0;
+
+    memset(&cli, 0, sizeof(cli));
 
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--tokenizer") == 0 && i + 1 < argc) {
@@ -139,6 +281,12 @@ main(int argc, char **argv)
 
         } else if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
             config_path = argv[++i];
+
+        } else if (strcmp(argv[i], "--chat-template") == 0 && i + 1 < argc) {
+            template_path = argv[++i];
+
+        } else if (strcmp(argv[i], "--block-size") == 0 && i + 1 < argc) {
+            cli.block_size = strtoul(argv[++i], NULL, 10);
 
         } else if (strcmp(argv[i], "--max-input") == 0 && i + 1 < argc) {
             max_input = strtoul(argv[++i], NULL, 10);
@@ -157,14 +305,38 @@ main(int argc, char **argv)
         return 2;
     }
 
-    tk = kvr_tokenizer_load(json_path, config_path, err, sizeof(err));
-    if (tk == NULL) {
+    /* the chat template's file is also the tokenizer's config */
+    if (config_path == NULL) {
+        config_path = template_path;
+    }
+
+    if (template_path == NULL) {
+        template_path = config_path;
+    }
+
+    cli.tk = kvr_tokenizer_load(json_path, config_path, err, sizeof(err));
+    if (cli.tk == NULL) {
         fprintf(stderr, "kvroute-tokenize: %s\n", err);
         return 1;
     }
 
-    kvr_tokenizer_set_max_input(tk, max_input);
-    kvr_ids_init(&ids, KVR_CLI_MAX_IDS);
+    if (template_path) {
+        cli.chat = kvr_chat_config_load(template_path, NULL, err,
+                                        sizeof(err));
+        if (cli.chat == NULL) {
+            fprintf(stderr, "kvroute-tokenize: chat template: %s\n", err);
+        }
+    }
+
+    cli.rendered_max = KVR_CLI_MAX_LINE;
+    cli.rendered = malloc(cli.rendered_max);
+    if (cli.rendered == NULL) {
+        fprintf(stderr, "kvroute-tokenize: out of memory\n");
+        return 1;
+    }
+
+    kvr_tokenizer_set_max_input(cli.tk, max_input);
+    kvr_ids_init(&cli.ids, KVR_CLI_MAX_IDS);
 
     line = NULL;
     cap = 0;
@@ -184,12 +356,18 @@ main(int argc, char **argv)
             continue;
         }
 
-        kvr_cli_line(tk, line, (size_t) len, &ids);
+        kvr_cli_line(&cli, line, (size_t) len);
     }
 
     free(line);
-    kvr_ids_free(&ids);
-    kvr_tokenizer_free(tk);
+    free(cli.rendered);
+    kvr_ids_free(&cli.ids);
+
+    if (cli.chat) {
+        kvr_chat_config_free(cli.chat);
+    }
+
+    kvr_tokenizer_free(cli.tk);
 
     return fflush(stdout) == 0 ? 0 : 1;
 }
