@@ -895,6 +895,19 @@ kvr_jpy_printable(uint32_t cp)
 }
 
 
+/* code points python surely escapes in repr() (Cc, Cf, Co, Cn, Z*) */
+static int
+kvr_jpy_unprintable(uint32_t cp)
+{
+    return (cp >= 0x80 && cp <= 0xa0) || cp == 0xad || cp == 0x1680
+           || (cp >= 0x2000 && cp <= 0x200f) || (cp >= 0x2028 && cp <= 0x202f)
+           || (cp >= 0x205f && cp <= 0x2064) || (cp >= 0x2066 && cp <= 0x206f)
+           || cp == 0x3000 || cp == 0xfeff || (cp >= 0xfff9 && cp <= 0xfffb)
+           || (cp >= 0xe000 && cp <= 0xf8ff) || cp == 0xfffe || cp == 0xffff
+           || cp >= 0xf0000;
+}
+
+
 static void
 kvr_jwrite_repr_str(kvr_jinja_render_t *r, kvr_jsink_t *s, kvr_jv_t v)
 {
@@ -926,6 +939,10 @@ kvr_jwrite_repr_str(kvr_jinja_render_t *r, kvr_jsink_t *s, kvr_jv_t v)
             kvr_jsink_puts(r, s, esc);
         } else if (kvr_jpy_printable(cp)) {
             kvr_jsink_put(r, s, v.u.s + start, i - start);
+        } else if (kvr_jpy_unprintable(cp)) {
+            snprintf(esc, sizeof(esc), cp < 0x100 ? "\\x%02x"
+                     : (cp < 0x10000 ? "\\u%04x" : "\\U%08x"), cp);
+            kvr_jsink_puts(r, s, esc);
         } else {
             kvr_jfail(r, KVR_JINJA_UNSUPPORTED, "repr of U+%04X", cp);
         }

@@ -16,8 +16,10 @@ usage: oracle.py --cli BUILD/kvr-render-test --models DIR [--count N]
 
 import argparse
 import json
+import math
 import os
 import random
+import struct
 import subprocess
 import sys
 from datetime import datetime
@@ -215,7 +217,18 @@ def rand_json_value(rng, depth=0):
         if choice == 2:
             return rng.choice([True, False, None])
         if choice == 3:
-            return rng.randint(-2**62, 2**62)
+            return rng.choice([rng.randint(-2**63, 2**63 - 1), 0, -1,
+                               2**53 + 1])
+        if choice == 4:
+            # any finite double, to exercise the shortest repr
+            f = struct.unpack("<d", rng.getrandbits(64).to_bytes(8,
+                                                                "little"))[0]
+            return f if math.isfinite(f) else -0.0
+        if choice == 5:
+            return "".join(chr(rng.choice([0, 1, 8, 9, 10, 12, 13, 27, 31,
+                                           34, 47, 92, 127, 0x85, 0x2028,
+                                           0xfeff, 0x10ffff]))
+                           for _ in range(rng.randint(1, 5)))
         return rand_text(rng, 0, 3)
     if r < 0.65:
         return {rng.choice(["a", "b", "city", "unit", "ключ", "q\"k",
@@ -234,10 +247,16 @@ def rand_arguments(rng):
         if rng.random() < 0.5:
             obj["extra"] = rand_json_value(rng)
         return json.dumps(obj, ensure_ascii=rng.random() < 0.5)
-    if r < 0.8:
+    if r < 0.75:
         return ""
+    if r < 0.8:
+        # many keys (the hashed dict path) and repeated keys: python keeps
+        # the first position and the last value
+        keys = ["k%d" % rng.randint(0, 30) for _ in range(rng.randint(10, 60))]
+        return "{" + ", ".join('"%s": %s' % (k, json.dumps(rand_json_value(
+            rng, 2))) for k in keys) + "}"
     if r < 0.9:
-        return "{not json"
+        return rng.choice(["{not json", "[1, 2", "nul", "{\"a\": 01}"])
     return json.dumps(rand_json_value(rng))
 
 
