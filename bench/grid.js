@@ -441,6 +441,23 @@ function writeMarkdown(results, o, plots) {
   out.push(`Measured: ${shown.length} points, ${reqSet.join('/') || DASH} requests each, ` +
     `runs per point ${runsSet.join('/') || DASH} (median), time scale ${tsSet.join('/') || DASH}; ` +
     `${errs} failed requests, ${mism} prompt-length mismatches in total.`);
+  if (runsSet.length > 1) {
+    // which points are medians of several runs
+    const groups = new Map();
+    for (const r of shown) {
+      const k = `${r.workers} workers, concurrency ${r.concurrency}`;
+      if (!groups.has(k)) groups.set(k, new Map());
+      const g = groups.get(k);
+      const runs = r.runs_requested || 1;
+      g.set(runs, (g.get(runs) || 0) + 1);
+    }
+    const parts = [];
+    for (const [k, g] of groups) {
+      parts.push(`${k}: ` + Array.from(g).sort((a, b) => b[0] - a[0])
+        .map(([runs, n]) => `${n} point${n > 1 ? 's' : ''} × ${runs} run${runs > 1 ? 's' : ''}`).join(', '));
+    }
+    out.push(`Runs per point: ${parts.join('; ')}.`);
+  }
   if (shown.length) {
     const first = shown.map((r) => r.started_at).filter(Boolean).sort()[0];
     const last = shown.map((r) => r.started_at).filter(Boolean).sort().slice(-1)[0];
