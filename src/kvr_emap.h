@@ -1,0 +1,45 @@
+/*
+ * Copyright (C) kvroute developers
+ *
+ * One engine's block handles: engine hash -> kvroute's own key for the
+ * same block, reference counted (an engine may store one hash twice).
+ * BlockRemoved events carry only engine hashes and BlockStored names its
+ * parent by one; this map resolves both.  Process-local memory (the events
+ * helper's), an open-addressing table that grows up to a bound.  Plain C.
+ */
+
+#ifndef _KVR_EMAP_H_INCLUDED_
+#define _KVR_EMAP_H_INCLUDED_
+
+
+#include <stddef.h>
+#include <stdint.h>
+
+
+typedef struct kvr_emap_s  kvr_emap_t;
+
+
+/* max_entries bounds the memory (about 32 bytes an entry at most) */
+kvr_emap_t *kvr_emap_create(size_t max_entries);
+void kvr_emap_destroy(kvr_emap_t *map);
+
+/*
+ * Adds a reference to engine -> key (the key is replaced if it differs).
+ * Returns the new count, 0 when the map is full.
+ */
+uint32_t kvr_emap_add(kvr_emap_t *map, uint64_t engine, uint64_t key);
+
+/*
+ * Drops one reference; *key gets the block's key.  Returns the count
+ * left, or -1 when engine is unknown.
+ */
+int64_t kvr_emap_remove(kvr_emap_t *map, uint64_t engine, uint64_t *key);
+
+/* the key of engine, 0 when unknown (*found says which) */
+uint64_t kvr_emap_get(kvr_emap_t *map, uint64_t engine, int *found);
+
+void kvr_emap_clear(kvr_emap_t *map);
+size_t kvr_emap_count(kvr_emap_t *map);
+
+
+#endif /* _KVR_EMAP_H_INCLUDED_ */
