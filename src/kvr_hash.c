@@ -179,3 +179,33 @@ kvr_hash_token_blocks(const uint32_t *ids, size_t n, size_t block_size,
 
     return nblocks;
 }
+
+
+size_t
+kvr_hash_token_blocks_after(uint64_t parent, const uint32_t *ids, size_t n,
+    size_t block_size, uint64_t seed, uint64_t *out, size_t max_out)
+{
+    size_t    i, nblocks;
+    uint64_t  seq;
+
+    if (block_size == 0 || ids == NULL) {
+        return 0;
+    }
+
+    nblocks = n / block_size;
+
+    if (nblocks > max_out) {
+        nblocks = max_out;
+    }
+
+    seq = parent;
+
+    for (i = 0; i < nblocks; i++) {
+        seq = kvr_hash_chain(seq,
+                             kvr_hash_ids_le(ids + i * block_size, block_size,
+                                             seed));
+        out[i] = seq;
+    }
+
+    return nblocks;
+}

@@ -50,5 +50,13 @@ size_t kvr_hash_text_blocks(const void *data, size_t len, size_t chunk_bytes,
 size_t kvr_hash_token_blocks(const uint32_t *ids, size_t n, size_t block_size,
     uint64_t seed, uint64_t *out, size_t max_out);
 
+/*
+ * The same for blocks that continue a sequence whose last block's key is
+ * parent (a KV event's BlockStored under a parent block).
+ */
+size_t kvr_hash_token_blocks_after(uint64_t parent, const uint32_t *ids,
+    size_t n, size_t block_size, uint64_t seed, uint64_t *out,
+    size_t max_out);
+
 
 #endif /* _KVR_HASH_H_INCLUDED_ */
