@@ -36,6 +36,8 @@ struct kvr_tok_added_s {
     kvr_added_token_t  *tokens;
     size_t              n_tokens;
     size_t              tokens_cap;
+    size_t              n_first;     /* distinct first bytes */
+    uint8_t             first;       /* the first byte when n_first is 1 */
 };
 
 
@@ -143,6 +145,8 @@ kvr_tok_added_add(kvr_tok_added_t *at, const uint8_t *content, size_t len,
         }
 
         at->root[content[0]] = node;
+        at->first = content[0];
+        at->n_first++;
     }
 
     for (i = 1; i < len; i++) {
@@ -188,10 +192,22 @@ int
 kvr_tok_added_find(const kvr_tok_added_t *at, const uint8_t *s, size_t len,
     size_t from, kvr_tok_added_match_t *m)
 {
-    size_t    i, j;
-    uint32_t  node, best;
+    size_t          i, j;
+    uint32_t        node, best;
+    const uint8_t  *p;
 
     for (i = from; i < len; i++) {
+
+        if (at->n_first == 1) {
+            /* every token starts with the same byte: memchr skips fast */
+            p = memchr(s + i, at->first, len - i);
+            if (p == NULL) {
+                return -1;
+            }
+
+            i = (size_t) (p - s);
+        }
+
         node = at->root[s[i]];
 
         if (node == KVR_ADDED_NONE) {

@@ -5,6 +5,8 @@
  * strict UTF-8 decoder.
  */
 
+#include <string.h>
+
 #include "kvr_tok_unicode.h"
 
 
@@ -157,10 +159,21 @@ kvr_tok_utf8_valid(const uint8_t *s, size_t len)
 {
     size_t    i, n;
     uint32_t  cp;
+    uint64_t  word;
 
     i = 0;
 
     while (i < len) {
+        /* ascii runs eight bytes at a time */
+        if (len - i >= 8) {
+            memcpy(&word, s + i, 8);
+
+            if ((word & 0x8080808080808080ull) == 0) {
+                i += 8;
+                continue;
+            }
+        }
+
         if (s[i] < 0x80) {
             i++;
             continue;

@@ -11,10 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
+#include <xxhash.h>
 
 #include "kvr_tokenizer.h"
 #include "kvr_tok_added.h"
 #include "kvr_tok_bpe.h"
+#include "kvr_tok_cache.h"
 #include "kvr_tok_normalize.h"
 #include "kvr_tok_pretok.h"
 #include "kvr_tok_unicode.h"
@@ -38,6 +40,12 @@ struct kvr_tokenizer_s {
     size_t             n_prefix;
     uint32_t           suffix[KVR_TOK_MAX_AFFIX];
     size_t             n_suffix;
+
+    /* per process: the segment cache and check mode's scratch ids */
+    kvr_tok_cache_t   *cache;
+    size_t             cache_min;
+    int                cache_check;
+    kvr_ids_t          check;
 };
 
 
@@ -95,6 +103,50 @@ kvr_ids_push(kvr_ids_t *out, uint32_t id)
 }
 
 
+int
+kvr_ids_append(kvr_ids_t *out, const uint32_t *ids, size_t n)
+{
+    int        rc;
+    size_t     cap, fit;
+    uint32_t  *grown;
+
+    rc = KVR_TOK_OK;
+    fit = n;
+
+    if (fit > out->max - out->n) {
+        fit = out->max - out->n;
+        rc = KVR_TOK_TOO_MANY;
+    }
+
+    if (out->n + fit > out->cap) {
+        cap = out->cap ? out->cap : 256;
+
+        while (cap < out->n + fit) {
+            cap *= 2;
+        }
+
+        if (cap > out->max) {
+            cap = out->max;
+        }
+
+        grown = realloc(out->ids, cap * sizeof(uint32_t));
+        if (grown == NULL) {
+            return KVR_TOK_NO_MEMORY;
+        }
+
+        out->ids = grown;
+        out->cap = cap;
+    }
+
+    if (fit != 0) {
+        memcpy(out->ids + out->n, ids, fit * sizeof(uint32_t));
+        out->n += fit;
+    }
+
+    return rc;
+}
+
+
 void
 kvr_ids_reset(kvr_ids_t *out)
 {
@@ -130,6 +182,8 @@ kvr_tokenizer_status_name(int status)
         return "regex-limit";
     case KVR_TOK_NORMALIZE:
         return "normalize-failed";
+    case KVR_TOK_CACHE_DIFFERS:
+        return "cache-differs";
     default:
         return "unknown";
     }
@@ -907,6 +961,15 @@ kvr_tokenizer_load(const char *json_path, const char *config_path,
 
     json_decref(root);
 
+    if (kvr_tokenizer_set_segment_cache(tk, KVR_TOK_SEGMENT_MIN,
+                                        KVR_TOK_SEGMENT_CACHE)
+        != 0)
+    {
+        snprintf(err, errlen, "out of memory");
+        kvr_tokenizer_free(tk);
+        return NULL;
+    }
+
     return tk;
 
 failed:
@@ -935,7 +998,47 @@ kvr_tokenizer_free(kvr_tokenizer_t *tk)
     kvr_tok_bpe_free(tk->bpe);
     kvr_tok_pretok_free(tk->pretok);
     kvr_tok_added_free(tk->added);
+    kvr_tok_cache_free(tk->cache);
+    kvr_ids_free(&tk->check);
     free(tk);
+}
+
+
+int
+kvr_tokenizer_set_segment_cache(kvr_tokenizer_t *tk, size_t min_len,
+    size_t max_bytes)
+{
+    kvr_tok_cache_free(tk->cache);
+    tk->cache = NULL;
+    tk->cache_min = min_len;
+
+    if (max_bytes == 0) {
+        return 0;
+    }
+
+    tk->cache = kvr_tok_cache_create(max_bytes);
+
+    return tk->cache != NULL ? 0 : -1;
+}
+
+
+void
+kvr_tokenizer_set_cache_check(kvr_tokenizer_t *tk, int on)
+{
+    tk->cache_check = on;
+}
+
+
+void
+kvr_tokenizer_cache_stats(const kvr_tokenizer_t *tk,
+    kvr_tokenizer_cache_stats_t *st)
+{
+    if (tk->cache == NULL) {
+        memset(st, 0, sizeof(kvr_tokenizer_cache_stats_t));
+        return;
+    }
+
+    kvr_tok_cache_stats(tk->cache, st);
 }
 
 
@@ -985,6 +1088,60 @@ kvr_tok_encode_gap(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
     free(norm);
 
     return rc;
+}
+
+
+/*
+ * A gap through the segment cache.  Its ids depend on its bytes only
+ * (NFC, the split and BPE all run per gap), so the raw bytes are the key.
+ */
+static int
+kvr_tok_encode_segment(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
+    kvr_ids_t *out)
+{
+    int              rc;
+    size_t           first, n_ids;
+    uint64_t         hash;
+    const uint32_t  *ids;
+
+    if (tk->cache == NULL || len < tk->cache_min || len == 0) {
+        return kvr_tok_encode_gap(tk, s, len, out);
+    }
+
+    hash = XXH3_64bits(s, len);
+    ids = kvr_tok_cache_get(tk->cache, s, len, hash, &n_ids);
+
+    if (ids != NULL) {
+
+        if (tk->cache_check) {
+            tk->check.n = 0;
+            tk->check.max = n_ids + 1;
+
+            rc = kvr_tok_encode_gap(tk, s, len, &tk->check);
+
+            if (rc != KVR_TOK_OK || tk->check.n != n_ids
+                || (n_ids != 0 && memcmp(tk->check.ids, ids,
+                                         n_ids * sizeof(uint32_t)) != 0))
+            {
+                return KVR_TOK_CACHE_DIFFERS;
+            }
+        }
+
+        return kvr_ids_append(out, ids, n_ids);
+    }
+
+    first = out->n;
+
+    rc = kvr_tok_encode_gap(tk, s, len, out);
+    if (rc != KVR_TOK_OK) {
+        return rc;
+    }
+
+    /* not cached when out of memory: the ids in out are right anyway */
+    (void) kvr_tok_cache_put(tk->cache, s, len, hash, out->ids + first,
+                             out->n - first);
+
+    return KVR_TOK_OK;
 }
 
 
@@ -1073,7 +1230,7 @@ kvr_tokenizer_encode(kvr_tokenizer_t *tk, const char *text, size_t len,
 
         kvr_tok_strip(s, len, gap, &m);
 
-        rc = kvr_tok_encode_gap(tk, s + gap, m.start - gap, out);
+        rc = kvr_tok_encode_segment(tk, s + gap, m.start - gap, out);
         if (rc != KVR_TOK_OK) {
             return rc;
         }
@@ -1086,7 +1243,7 @@ kvr_tokenizer_encode(kvr_tokenizer_t *tk, const char *text, size_t len,
         from = m.end;
     }
 
-    rc = kvr_tok_encode_gap(tk, s + gap, len - gap, out);
+    rc = kvr_tok_encode_segment(tk, s + gap, len - gap, out);
     if (rc != KVR_TOK_OK) {
         return rc;
     }

@@ -27,6 +27,11 @@
 #define KVR_TOK_NO_MEMORY     -4
 #define KVR_TOK_REGEX         -5   /* regex engine gave up (limits) */
 #define KVR_TOK_NORMALIZE     -6   /* utf8proc failed */
+#define KVR_TOK_CACHE_DIFFERS -7   /* check mode: a cache hit was wrong */
+
+/* segment cache defaults: segments of at least 128 bytes, 4 MB a process */
+#define KVR_TOK_SEGMENT_MIN       128
+#define KVR_TOK_SEGMENT_CACHE     (4 * 1024 * 1024)
 
 
 typedef struct kvr_tokenizer_s  kvr_tokenizer_t;
@@ -66,6 +71,40 @@ void kvr_tokenizer_free(kvr_tokenizer_t *tk);
 
 /* short stable name of an encode status, e.g. "bad-utf8" */
 const char *kvr_tokenizer_status_name(int status);
+
+/*
+ * The segment cache (kvr_tok_cache.h): the ids of every gap between added
+ * tokens of at least min_len bytes are kept, within max_bytes of memory
+ * (entries, keys, ids; plus a bucket array of max_bytes / 64).  max_bytes
+ * 0 turns it off.  Drops the entries cached so far.  Returns 0, or -1
+ * when out of memory (the cache is then off).
+ */
+int kvr_tokenizer_set_segment_cache(kvr_tokenizer_t *tk, size_t min_len,
+    size_t max_bytes);
+
+/*
+ * Check mode (tests, fuzzing): every cache hit is encoded again in full
+ * and compared; a difference returns KVR_TOK_CACHE_DIFFERS.
+ */
+void kvr_tokenizer_set_cache_check(kvr_tokenizer_t *tk, int on);
+
+
+typedef struct {
+    size_t    entries;
+    size_t    bytes;        /* counted memory of the entries */
+    size_t    max_bytes;
+    uint64_t  hits;
+    uint64_t  misses;
+    uint64_t  evictions;
+} kvr_tokenizer_cache_stats_t;
+
+
+/* all zero when the cache is off */
+void kvr_tokenizer_cache_stats(const kvr_tokenizer_t *tk,
+    kvr_tokenizer_cache_stats_t *st);
+
+/* appends n ids; as many as fit and KVR_TOK_TOO_MANY when over max */
+int kvr_ids_append(kvr_ids_t *out, const uint32_t *ids, size_t n);
 
 /* ids arrays: init with a maximum count, reset keeps the memory */
 void kvr_ids_init(kvr_ids_t *out, size_t max);
