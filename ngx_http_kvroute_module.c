@@ -97,7 +97,8 @@ ngx_module_t  ngx_http_kvroute_module = {
 
 
 /*
- * kvroute [mode=approx|round_robin|random] [zone=name[:size]]
+ * kvroute [mode=approx|kv|round_robin|random] [zone=name[:size]]
+ *         [events_port=[+]N [events_ranks=K] [events_topic=T]]
  *         [block_size=16] [capacity=blocks] [policy=kvroute|dynamo]
  *         [overlap_weight=1.0] [balance_abs=N] [balance_rel=R]
  *         [max_body=size] [text_chunk=bytes]
@@ -155,10 +156,13 @@ ngx_http_kvroute(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             } else if (s.len == 6 && ngx_strncmp(s.data, "random", 6) == 0) {
                 kcf->mode = NGX_HTTP_KVROUTE_MODE_RANDOM;
 
+            } else if (s.len == 2 && ngx_strncmp(s.data, "kv", 2) == 0) {
+                kcf->mode = NGX_HTTP_KVROUTE_MODE_KV;
+
             } else {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                    "invalid \"mode\" value \"%V\": expected "
-                                   "approx, round_robin or random", &s);
+                                   "approx, kv, round_robin or random", &s);
                 return NGX_CONF_ERROR;
             }
 
@@ -304,6 +308,40 @@ ngx_http_kvroute(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             continue;
         }
 
+        if (ngx_strncmp(value[i].data, "events_port=", 12) == 0) {
+
+            /* "+N": N above each server's own port (several per host) */
+
+            kcf->events_offset = (value[i].len > 12 && value[i].data[12] == '+');
+
+            if (ngx_http_kvroute_param_uint(cf, &value[i],
+                                            12 + kcf->events_offset, 1, 65535,
+                                            &kcf->events_port)
+                != NGX_CONF_OK)
+            {
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "events_ranks=", 13) == 0) {
+            if (ngx_http_kvroute_param_uint(cf, &value[i], 13, 1, 64,
+                                            &kcf->events_ranks)
+                != NGX_CONF_OK)
+            {
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "events_topic=", 13) == 0) {
+            kcf->events_topic.data = value[i].data + 13;
+            kcf->events_topic.len = value[i].len - 13;
+            continue;
+        }
+
         if (ngx_strncmp(value[i].data, "tokenizer=", 10) == 0) {
             tok_json.data = value[i].data + 10;
             tok_json.len = value[i].len - 10;
@@ -336,6 +374,27 @@ ngx_http_kvroute(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     kcf->block_size = block_size;
     kcf->policy.block_size = block_size;
+
+    if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) {
+        if (kcf->events_port == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "\"mode=kv\" needs \"events_port\": the port "
+                               "of each server's KV event publisher");
+            return NGX_CONF_ERROR;
+        }
+
+        if (kcf->events_port + kcf->events_ranks - 1 > 65535) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid \"events_ranks\": ports beyond 65535");
+            return NGX_CONF_ERROR;
+        }
+
+        if (kcf->tokenizer == NULL) {
+            ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                               "\"mode=kv\" without \"tokenizer\": only "
+                               "prompts sent as token ids can match events");
+        }
+    }
 
     if (!chunk_set) {
         /* about 4 bytes of text per token: a chunk stands for a block */
@@ -377,6 +436,12 @@ ngx_http_kvroute(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     *up = uscf;
+
+    if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV && kmcf->kv++ == 0
+        && ngx_http_kvroute_events_add_helper(cf, kmcf) != NGX_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
 
     return NGX_CONF_OK;
 }
@@ -600,6 +665,7 @@ ngx_http_kvroute_create_srv_conf(ngx_conf_t *cf)
     kcf->policy.overlap_weight = 1.0;
     kcf->policy.balance_abs = 4;
     kcf->policy.balance_rel = 1.5;
+    kcf->events_ranks = 1;
 
     return kcf;
 }
@@ -696,6 +762,12 @@ ngx_http_kvroute_init_process(ngx_cycle_t *cycle)
         {
             return NGX_ERROR;
         }
+    }
+
+    /* no helper process without a master: the events run here */
+
+    if (ngx_process == NGX_PROCESS_SINGLE && kmcf->kv) {
+        return ngx_http_kvroute_events_init_single(cycle, kmcf);
     }
 
     return NGX_OK;

@@ -29,7 +29,8 @@
 typedef enum {
     NGX_HTTP_KVROUTE_MODE_APPROX = 0,
     NGX_HTTP_KVROUTE_MODE_ROUND_ROBIN,
-    NGX_HTTP_KVROUTE_MODE_RANDOM
+    NGX_HTTP_KVROUTE_MODE_RANDOM,
+    NGX_HTTP_KVROUTE_MODE_KV
 } ngx_http_kvroute_mode_e;
 
 
@@ -67,10 +68,28 @@ typedef struct {
 } ngx_http_kvroute_row_t;
 
 
+/* a server's KV event stream, as the events helper last saw it */
+typedef struct {
+    uint64_t                         messages;    /* received */
+    uint64_t                         batches;     /* applied */
+    uint64_t                         dropped;     /* not decodable */
+    uint64_t                         stored;
+    uint64_t                         removed;
+    uint64_t                         cleared;
+    uint64_t                         gaps;
+    uint64_t                         orphans;
+    uint64_t                         bad_block_size;
+    uint64_t                         last_bad_block_size;
+    uint64_t                         last_msec;   /* last message, ms */
+} ngx_http_kvroute_events_stats_t;
+
+
 /* the shared part of a zone */
 typedef struct {
     ngx_atomic_t                     decisions[NGX_HTTP_KVROUTE_R_LAST];
     ngx_atomic_t                     decision_usec;
+    ngx_atomic_t                     helper_starts;
+    ngx_http_kvroute_events_stats_t  events[NGX_HTTP_KVROUTE_MAX_PEERS];
     ngx_http_kvroute_row_t           rows[NGX_HTTP_KVROUTE_MAX_ROWS];
     kvr_index_t                     *index;
 } ngx_http_kvroute_shctx_t;
@@ -90,6 +109,12 @@ typedef struct {
     ngx_http_kvroute_zone_t         *zone;
     ngx_uint_t                       block_size;
     ngx_uint_t                       capacity;      /* blocks per server */
+
+    /* mode=kv: each server's events on its host at events_port + rank */
+    ngx_uint_t                       events_port;
+    ngx_uint_t                       events_offset;  /* port is +N */
+    ngx_uint_t                       events_ranks;
+    ngx_str_t                        events_topic;
     size_t                           max_body;
     size_t                           chunk_bytes;   /* text key chunk */
     kvr_policy_conf_t                policy;
@@ -116,6 +141,8 @@ typedef struct {
 
 typedef struct {
     ngx_array_t                      upstreams;  /* srv_conf_t * */
+    ngx_uint_t                       kv;         /* upstreams in mode=kv */
+    void                            *events;     /* the helper's state */
 } ngx_http_kvroute_main_conf_t;
 
 
@@ -172,6 +199,12 @@ ngx_int_t ngx_http_kvroute_resolve_slots(ngx_http_kvroute_srv_conf_t *kcf,
 void ngx_http_kvroute_release_row(ngx_http_kvroute_zone_t *zone);
 void ngx_http_kvroute_load(ngx_http_kvroute_zone_t *zone, ngx_int_t slot,
     uint64_t *requests, uint64_t *tokens, uint64_t *prefill);
+
+/* KV events: the helper process */
+ngx_int_t ngx_http_kvroute_events_add_helper(ngx_conf_t *cf,
+    ngx_http_kvroute_main_conf_t *kmcf);
+ngx_int_t ngx_http_kvroute_events_init_single(ngx_cycle_t *cycle,
+    ngx_http_kvroute_main_conf_t *kmcf);
 
 /* status and variables */
 char *ngx_http_kvroute_status(ngx_conf_t *cf, ngx_command_t *cmd,

@@ -141,7 +141,10 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
                                          NGX_HTTP_KVROUTE_R_ROUND_ROBIN);
     }
 
-    if (kcf->mode == NGX_HTTP_KVROUTE_MODE_APPROX && ctx->hashes == NULL) {
+    if ((kcf->mode == NGX_HTTP_KVROUTE_MODE_APPROX
+         || kcf->mode == NGX_HTTP_KVROUTE_MODE_KV)
+        && ctx->hashes == NULL)
+    {
         return ngx_http_kvroute_fallback(pc, kp, ctx->reason);
     }
 
@@ -251,7 +254,9 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
 
     chosen = kvr_policy_pick(&kcf->policy, cand, n, &demand, &why);
 
-    if (slots[chosen] >= 0) {
+    /* approximate mode predicts; in kv mode the engines' events tell */
+
+    if (slots[chosen] >= 0 && kcf->mode == NGX_HTTP_KVROUTE_MODE_APPROX) {
         kvr_index_record(index, slots[chosen], ctx->hashes, ctx->nblocks);
     }
 

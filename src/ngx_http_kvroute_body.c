@@ -156,7 +156,9 @@ ngx_http_kvroute_analyze(ngx_http_request_t *r,
     ctx->analyzed = 1;
     ctx->start_usec = ngx_http_kvroute_usec();
 
-    if (kcf->mode != NGX_HTTP_KVROUTE_MODE_APPROX) {
+    if (kcf->mode == NGX_HTTP_KVROUTE_MODE_RANDOM
+        || kcf->mode == NGX_HTTP_KVROUTE_MODE_ROUND_ROBIN)
+    {
         ctx->reason = (kcf->mode == NGX_HTTP_KVROUTE_MODE_RANDOM)
                       ? NGX_HTTP_KVROUTE_R_RANDOM
                       : NGX_HTTP_KVROUTE_R_ROUND_ROBIN;
@@ -165,7 +167,9 @@ ngx_http_kvroute_analyze(ngx_http_request_t *r,
     endpoint = ngx_http_kvroute_endpoint(r);
 
     if (r->method != NGX_HTTP_POST || endpoint == -1) {
-        if (kcf->mode == NGX_HTTP_KVROUTE_MODE_APPROX) {
+        if (kcf->mode == NGX_HTTP_KVROUTE_MODE_APPROX
+            || kcf->mode == NGX_HTTP_KVROUTE_MODE_KV)
+        {
             ctx->reason = NGX_HTTP_KVROUTE_R_NOT_INFERENCE;
         }
 
@@ -197,8 +201,19 @@ ngx_http_kvroute_analyze(ngx_http_request_t *r,
         return;
     }
 
-    seed = kvr_hash_seed(req.model, req.model_len, req.cache_salt,
-                         req.cache_salt_len);
+    /*
+     * the model keeps models apart in the predicted index; the engines'
+     * events name a block's LoRA adapter, not the model a client asked
+     * for, so kv mode leaves the model out (adapters: not yet matched)
+     */
+
+    if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) {
+        seed = kvr_hash_seed(NULL, 0, req.cache_salt, req.cache_salt_len);
+
+    } else {
+        seed = kvr_hash_seed(req.model, req.model_len, req.cache_salt,
+                             req.cache_salt_len);
+    }
 
     ids = req.ids;
     n_ids = req.n_ids;

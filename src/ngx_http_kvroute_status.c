@@ -62,7 +62,7 @@ ngx_http_kvroute_status_handler(ngx_http_request_t *r)
     for (i = 0; i < kmcf->upstreams.nelts; i++) {
         peers = up[i]->peer.data;
         npeers = peers->number + (peers->next ? peers->next->number : 0);
-        size += (8 * npeers + NGX_HTTP_KVROUTE_R_LAST + 8)
+        size += (20 * npeers + NGX_HTTP_KVROUTE_R_LAST + 8)
                 * NGX_HTTP_KVROUTE_LINE;
     }
 
@@ -134,6 +134,7 @@ ngx_http_kvroute_status_upstream(u_char *p,
     ngx_uint_t                     i, j;
     kvr_index_stats_t              stats;
     kvr_index_slot_info_t          info;
+    ngx_http_kvroute_events_stats_t  *ev;
     ngx_http_kvroute_zone_t       *zone;
     ngx_http_upstream_rr_peer_t   *peer;
     ngx_http_upstream_rr_peers_t  *peers, *list;
@@ -183,8 +184,41 @@ ngx_http_kvroute_status_upstream(u_char *p,
             NGX_HTTP_KVROUTE_PEER_LINE("kvroute_capacity_evictions_total",
                                        info.evictions);
 
+            if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV && slot >= 0) {
+                ev = &zone->sh->events[slot];
+
+                NGX_HTTP_KVROUTE_PEER_LINE("kvroute_events_messages_total",
+                                           ev->messages);
+                NGX_HTTP_KVROUTE_PEER_LINE("kvroute_events_batches_total",
+                                           ev->batches);
+                NGX_HTTP_KVROUTE_PEER_LINE("kvroute_events_dropped_total",
+                                           ev->dropped);
+                NGX_HTTP_KVROUTE_PEER_LINE("kvroute_events_stored_blocks_total",
+                                           ev->stored);
+                NGX_HTTP_KVROUTE_PEER_LINE(
+                    "kvroute_events_removed_blocks_total", ev->removed);
+                NGX_HTTP_KVROUTE_PEER_LINE("kvroute_events_cleared_total",
+                                           ev->cleared);
+                NGX_HTTP_KVROUTE_PEER_LINE("kvroute_events_gaps_total",
+                                           ev->gaps);
+                NGX_HTTP_KVROUTE_PEER_LINE("kvroute_events_orphans_total",
+                                           ev->orphans);
+                NGX_HTTP_KVROUTE_PEER_LINE(
+                    "kvroute_events_block_size_mismatch_total",
+                    ev->bad_block_size);
+                NGX_HTTP_KVROUTE_PEER_LINE(
+                    "kvroute_events_last_age_seconds",
+                    ev->last_msec ? (ngx_current_msec - ev->last_msec) / 1000
+                                  : 0);
+            }
+
 #undef NGX_HTTP_KVROUTE_PEER_LINE
         }
+    }
+
+    if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) {
+        p = ngx_sprintf(p, "kvroute_events_helper_starts_total{zone=\"%V\"} "
+                        "%uA\n", zname, zone->sh->helper_starts);
     }
 
     for (j = 0; j < NGX_HTTP_KVROUTE_R_LAST; j++) {

@@ -1,0 +1,478 @@
+/*
+ * Copyright (C) kvroute developers
+ *
+ * mode=kv: a helper process subscribes to every server's ZeroMQ KV event
+ * stream and applies the events to the shared index, off the request
+ * path.  The helper is nginx's "cache manager process", which nginx starts
+ * for any path with a manager callback (nginx-notes.md section 3a): it is
+ * respawned when it dies, replaced on reload and stopped on quit, and
+ * serves no requests.  With master_process off the same work runs on a
+ * timer inside the single process.
+ *
+ * The engine-hash map of each stream lives in the helper's own memory; a
+ * helper that starts (or restarts) therefore first drops what the index
+ * held from events for its servers, since those entries could never be
+ * removed, and rebuilds from the events that follow.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+#include <zmq.h>
+
+#include "ngx_http_kvroute.h"
+#include "kvr_events.h"
+#include "kvr_kvstate.h"
+
+
+#define NGX_HTTP_KVROUTE_EVENTS_IDLE     10     /* ms between idle ticks */
+#define NGX_HTTP_KVROUTE_EVENTS_BUDGET   1000   /* messages per socket/tick */
+#define NGX_HTTP_KVROUTE_EVENTS_HANDLES  (4 * 1024 * 1024)
+#define NGX_HTTP_KVROUTE_EVENTS_FRAMES   4
+
+
+typedef struct {
+    void                           *socket;
+    ngx_http_kvroute_srv_conf_t    *conf;
+    ngx_int_t                       slot;
+    kvr_kvstate_t                   state;
+    time_t                          logged;     /* last warning */
+    char                            endpoint[NGX_SOCKADDR_STRLEN + 32];
+} ngx_http_kvroute_sub_t;
+
+
+typedef struct {
+    void                           *zmq;
+    kvr_events_decoder_t           *decoder;
+    ngx_http_kvroute_sub_t         *subs;
+    ngx_uint_t                      nsubs;
+    ngx_uint_t                      failed;
+    ngx_event_t                     timer;      /* single process mode */
+} ngx_http_kvroute_events_t;
+
+
+static ngx_msec_t ngx_http_kvroute_events_manager(void *data);
+static ngx_int_t ngx_http_kvroute_events_start(
+    ngx_http_kvroute_main_conf_t *kmcf);
+static ngx_int_t ngx_http_kvroute_events_subscribe(
+    ngx_http_kvroute_events_t *ev, ngx_http_kvroute_srv_conf_t *kcf,
+    ngx_http_upstream_rr_peer_t *peer, ngx_int_t slot, ngx_uint_t rank);
+static ngx_uint_t ngx_http_kvroute_events_drain(
+    ngx_http_kvroute_events_t *ev, ngx_http_kvroute_sub_t *sub);
+static void ngx_http_kvroute_events_message(ngx_http_kvroute_events_t *ev,
+    ngx_http_kvroute_sub_t *sub, kvr_events_frame_t *frames,
+    ngx_uint_t nframes);
+static int ngx_http_kvroute_events_apply(void *data,
+    const kvr_event_batch_t *batch, const kvr_event_t *event);
+static void ngx_http_kvroute_events_timer(ngx_event_t *ev);
+
+
+ngx_int_t
+ngx_http_kvroute_events_add_helper(ngx_conf_t *cf,
+    ngx_http_kvroute_main_conf_t *kmcf)
+{
+    ngx_path_t  *path;
+
+    path = ngx_pcalloc(cf->pool, sizeof(ngx_path_t));
+    if (path == NULL) {
+        return NGX_ERROR;
+    }
+
+    /* nginx creates the directory; kvroute keeps nothing in it */
+
+    ngx_str_set(&path->name, "kvroute_events");
+
+    if (ngx_conf_full_name(cf->cycle, &path->name, 0) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    path->manager = ngx_http_kvroute_events_manager;
+    path->data = kmcf;
+    path->conf_file = cf->conf_file->file.name.data;
+    path->line = cf->conf_file->line;
+
+    return ngx_add_path(cf, &path);
+}
+
+
+/* with master_process off: the same work on a timer of the one process */
+
+ngx_int_t
+ngx_http_kvroute_events_init_single(ngx_cycle_t *cycle,
+    ngx_http_kvroute_main_conf_t *kmcf)
+{
+    ngx_event_t  *timer;
+
+    if (ngx_http_kvroute_events_start(kmcf) != NGX_OK) {
+        return NGX_OK;
+    }
+
+    timer = &((ngx_http_kvroute_events_t *) kmcf->events)->timer;
+
+    timer->handler = ngx_http_kvroute_events_timer;
+    timer->data = kmcf;
+    timer->log = cycle->log;
+    timer->cancelable = 1;
+
+    ngx_add_timer(timer, 1);
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_kvroute_events_timer(ngx_event_t *timer)
+{
+    ngx_msec_t  delay;
+
+    delay = ngx_http_kvroute_events_manager(timer->data);
+
+    if (!ngx_exiting && !ngx_terminate && !ngx_quit) {
+        ngx_add_timer(timer, delay);
+    }
+}
+
+
+static ngx_msec_t
+ngx_http_kvroute_events_manager(void *data)
+{
+    ngx_http_kvroute_main_conf_t  *kmcf = data;
+
+    ngx_uint_t                  i, busy;
+    ngx_http_kvroute_events_t  *ev;
+
+    if (kmcf->events == NULL
+        && ngx_http_kvroute_events_start(kmcf) != NGX_OK)
+    {
+        return 1000;
+    }
+
+    ev = kmcf->events;
+    busy = 0;
+
+    for (i = 0; i < ev->nsubs; i++) {
+        busy |= ngx_http_kvroute_events_drain(ev, &ev->subs[i]);
+    }
+
+    return busy ? 1 : NGX_HTTP_KVROUTE_EVENTS_IDLE;
+}
+
+
+static ngx_int_t
+ngx_http_kvroute_events_start(ngx_http_kvroute_main_conf_t *kmcf)
+{
+    ngx_int_t                       slot;
+    ngx_uint_t                      i, j, n, rank, nsubs;
+    kvr_events_limits_t             limits;
+    ngx_http_kvroute_events_t      *ev;
+    ngx_http_kvroute_srv_conf_t    *kcf;
+    ngx_http_upstream_rr_peer_t    *peer;
+    ngx_http_upstream_rr_peers_t   *peers, *list;
+    ngx_http_upstream_srv_conf_t  **up;
+
+    ev = ngx_calloc(sizeof(ngx_http_kvroute_events_t), ngx_cycle->log);
+    if (ev == NULL) {
+        return NGX_ERROR;
+    }
+
+    up = kmcf->upstreams.elts;
+    nsubs = 0;
+
+    for (i = 0; i < kmcf->upstreams.nelts; i++) {
+        kcf = ngx_http_conf_upstream_srv_conf(up[i], ngx_http_kvroute_module);
+
+        if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) {
+            peers = up[i]->peer.data;
+            n = peers->number + (peers->next ? peers->next->number : 0);
+            nsubs += n * kcf->events_ranks;
+        }
+    }
+
+    ev->subs = ngx_calloc(nsubs * sizeof(ngx_http_kvroute_sub_t),
+                          ngx_cycle->log);
+    ev->zmq = zmq_ctx_new();
+    kvr_events_limits_default(&limits);
+    ev->decoder = kvr_events_decoder_create(&limits);
+
+    if (ev->subs == NULL || ev->zmq == NULL || ev->decoder == NULL) {
+        ngx_log_error(NGX_LOG_ALERT, ngx_cycle->log, ngx_errno,
+                      "kvroute: the events helper could not start");
+        return NGX_ERROR;
+    }
+
+    kmcf->events = ev;
+
+    for (i = 0; i < kmcf->upstreams.nelts; i++) {
+        kcf = ngx_http_conf_upstream_srv_conf(up[i], ngx_http_kvroute_module);
+
+        if (kcf->mode != NGX_HTTP_KVROUTE_MODE_KV) {
+            continue;
+        }
+
+        peers = up[i]->peer.data;
+
+        if (kcf->slots == NULL
+            && ngx_http_kvroute_resolve_slots(kcf, peers) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        (void) ngx_atomic_fetch_add(&kcf->zone->sh->helper_starts, 1);
+
+        j = 0;
+
+        for (list = peers; list; list = list->next) {
+            for (peer = list->peer; peer; peer = peer->next, j++) {
+                slot = (j < kcf->nslots) ? kcf->slots[j] : -1;
+
+                if (slot < 0) {
+                    continue;
+                }
+
+                for (rank = 0; rank < kcf->events_ranks; rank++) {
+                    (void) ngx_http_kvroute_events_subscribe(ev, kcf, peer,
+                                                             slot, rank);
+                }
+            }
+        }
+    }
+
+    ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
+                  "kvroute: events helper subscribed to %ui endpoints",
+                  ev->nsubs);
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
+    ngx_http_kvroute_srv_conf_t *kcf, ngx_http_upstream_rr_peer_t *peer,
+    ngx_int_t slot, ngx_uint_t rank)
+{
+    int                      linger, hwm, ivl, ivl_max;
+    u_char                   host[NGX_SOCKADDR_STRLEN];
+    size_t                   len;
+    ngx_uint_t               port;
+    ngx_http_kvroute_sub_t  *sub;
+
+    sub = &ev->subs[ev->nsubs];
+
+    len = ngx_sock_ntop(peer->sockaddr, peer->socklen, host,
+                        NGX_SOCKADDR_STRLEN, 0);
+
+    port = kcf->events_port + rank;
+
+    if (kcf->events_offset) {
+        port += ngx_inet_get_port(peer->sockaddr);
+    }
+
+    ngx_snprintf((u_char *) sub->endpoint, sizeof(sub->endpoint) - 1,
+                 peer->sockaddr->sa_family == AF_INET6 ? "tcp://[%*s]:%ui%Z"
+                                                       : "tcp://%*s:%ui%Z",
+                 len, host, port);
+
+    sub->socket = zmq_socket(ev->zmq, ZMQ_SUB);
+    if (sub->socket == NULL) {
+        goto failed;
+    }
+
+    /* reconnects with backoff are libzmq's; nothing here ever blocks */
+
+    linger = 0;
+    hwm = 100000;
+    ivl = 100;
+    ivl_max = 5000;
+
+    if (zmq_setsockopt(sub->socket, ZMQ_LINGER, &linger, sizeof(int)) != 0
+        || zmq_setsockopt(sub->socket, ZMQ_RCVHWM, &hwm, sizeof(int)) != 0
+        || zmq_setsockopt(sub->socket, ZMQ_RECONNECT_IVL, &ivl, sizeof(int))
+           != 0
+        || zmq_setsockopt(sub->socket, ZMQ_RECONNECT_IVL_MAX, &ivl_max,
+                          sizeof(int)) != 0
+        || zmq_setsockopt(sub->socket, ZMQ_SUBSCRIBE, kcf->events_topic.data,
+                          kcf->events_topic.len) != 0
+        || zmq_connect(sub->socket, sub->endpoint) != 0)
+    {
+        goto failed;
+    }
+
+    if (kvr_kvstate_init(&sub->state, slot, kcf->block_size,
+                         NGX_HTTP_KVROUTE_EVENTS_HANDLES)
+        != 0)
+    {
+        goto failed;
+    }
+
+    sub->conf = kcf;
+    sub->slot = slot;
+
+    /* what the index held from a previous helper can't be removed now */
+
+    ngx_shmtx_lock(&kcf->zone->shpool->mutex);
+    kvr_kvstate_reset(&sub->state, kcf->zone->sh->index);
+    ngx_shmtx_unlock(&kcf->zone->shpool->mutex);
+
+    ev->nsubs++;
+
+    return NGX_OK;
+
+failed:
+
+    ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                  "kvroute: cannot subscribe to \"%s\": %s",
+                  sub->endpoint, zmq_strerror(zmq_errno()));
+
+    if (sub->socket) {
+        zmq_close(sub->socket);
+        sub->socket = NULL;
+    }
+
+    ev->failed++;
+
+    return NGX_ERROR;
+}
+
+
+/* returns 1 when the budget ran out (more may be waiting) */
+
+static ngx_uint_t
+ngx_http_kvroute_events_drain(ngx_http_kvroute_events_t *ev,
+    ngx_http_kvroute_sub_t *sub)
+{
+    int                 more;
+    size_t              more_len;
+    ngx_uint_t          k, n, nframes;
+    zmq_msg_t           msgs[NGX_HTTP_KVROUTE_EVENTS_FRAMES];
+    kvr_events_frame_t  frames[NGX_HTTP_KVROUTE_EVENTS_FRAMES];
+
+    for (k = 0; k < NGX_HTTP_KVROUTE_EVENTS_BUDGET; k++) {
+
+        nframes = 0;
+        n = 0;
+
+        for ( ;; ) {
+            zmq_msg_init(&msgs[n]);
+
+            if (zmq_msg_recv(&msgs[n], sub->socket, ZMQ_DONTWAIT) < 0) {
+                zmq_msg_close(&msgs[n]);
+                break;
+            }
+
+            nframes++;
+
+            more = 0;
+            more_len = sizeof(int);
+            (void) zmq_getsockopt(sub->socket, ZMQ_RCVMORE, &more,
+                                  &more_len);
+
+            /* keep the first frames; the rest only count */
+
+            if (n < NGX_HTTP_KVROUTE_EVENTS_FRAMES) {
+                frames[n].data = zmq_msg_data(&msgs[n]);
+                frames[n].len = zmq_msg_size(&msgs[n]);
+                n++;
+
+            } else {
+                zmq_msg_close(&msgs[n]);
+            }
+
+            if (!more) {
+                break;
+            }
+        }
+
+        if (nframes == 0) {
+            return 0;
+        }
+
+        /* more frames than kept: a count the frame check rejects */
+        ngx_http_kvroute_events_message(ev, sub, frames, n);
+
+        while (n) {
+            zmq_msg_close(&msgs[--n]);
+        }
+    }
+
+    return 1;
+}
+
+
+static void
+ngx_http_kvroute_events_message(ngx_http_kvroute_events_t *ev,
+    ngx_http_kvroute_sub_t *sub, kvr_events_frame_t *frames,
+    ngx_uint_t nframes)
+{
+    kvr_event_batch_t                 batch;
+    kvr_events_status_e               rc;
+    kvr_events_message_t              msg;
+    ngx_http_kvroute_zone_t          *zone;
+    ngx_http_kvroute_events_stats_t  *stats;
+
+    zone = sub->conf->zone;
+    stats = &zone->sh->events[sub->slot];
+
+    stats->messages++;
+    stats->last_msec = ngx_current_msec;
+
+    rc = kvr_events_frame(frames, nframes, &msg);
+
+    if (rc == KVR_EVENTS_OK) {
+        ngx_shmtx_lock(&zone->shpool->mutex);
+
+        kvr_kvstate_sequence(&sub->state, zone->sh->index, msg.seq);
+
+        rc = kvr_events_decode(ev->decoder, msg.payload, msg.payload_len,
+                               &batch, ngx_http_kvroute_events_apply, sub);
+
+        ngx_shmtx_unlock(&zone->shpool->mutex);
+    }
+
+    if (rc != KVR_EVENTS_OK) {
+        stats->dropped++;
+
+        if (ngx_time() - sub->logged >= 60) {
+            sub->logged = ngx_time();
+            ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                          "kvroute: dropped a message from \"%s\": %s",
+                          sub->endpoint, kvr_events_status_name(rc));
+        }
+
+        return;
+    }
+
+    stats->batches = sub->state.stats.batches;
+    stats->stored = sub->state.stats.stored;
+    stats->removed = sub->state.stats.removed;
+    stats->cleared = sub->state.stats.cleared;
+    stats->gaps = sub->state.stats.gaps;
+    stats->orphans = sub->state.stats.orphans;
+
+    if (sub->state.stats.bad_block_size != stats->bad_block_size) {
+        stats->bad_block_size = sub->state.stats.bad_block_size;
+        stats->last_bad_block_size = sub->state.last_bad_block_size;
+
+        if (ngx_time() - sub->logged >= 60) {
+            sub->logged = ngx_time();
+            ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                          "kvroute: \"%s\" publishes blocks of %uD tokens "
+                          "but block_size=%ui is configured: its stores "
+                          "are ignored", sub->endpoint,
+                          sub->state.last_bad_block_size,
+                          sub->conf->block_size);
+        }
+    }
+}
+
+
+static int
+ngx_http_kvroute_events_apply(void *data, const kvr_event_batch_t *batch,
+    const kvr_event_t *event)
+{
+    ngx_http_kvroute_sub_t  *sub = data;
+
+    kvr_kvstate_apply(&sub->state, sub->conf->zone->sh->index, event);
+
+    return 0;
+}

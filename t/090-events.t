@@ -1,0 +1,175 @@
+# mode=kv: a helper process subscribes to the engines' ZeroMQ KV event
+# streams (here the bench emulator's, vLLM's wire format) and routing
+# follows what the engines report, not what kvroute predicted.
+
+use lib 't/lib';
+use Test::Nginx::Socket;
+use JSON::PP ();
+use POSIX ();
+
+my $port = $ENV{TEST_NGINX_PORT} || 1984;
+$ENV{TEST_NGINX_E1} = $port + 31;
+$ENV{TEST_NGINX_E2} = $port + 32;
+my $events_base = $port + 131;
+
+our $Emulator;
+
+BEGIN { $ENV{TEST_NGINX_USE_HUP} = 1 }
+
+if (! -d 'bench/node_modules/zeromq') {
+    plan skip_all => 'bench/node_modules missing (make bench-deps)';
+}
+
+# two emulated engines publishing KV events 100 ports above their HTTP
+my $log = "t/emulator-events.log";
+$Emulator = fork();
+if ($Emulator == 0) {
+    open STDOUT, '>', $log or die;
+    open STDERR, '>&', \*STDOUT or die;
+    exec('node', 'bench/emulator/main.js', '--engines', 2,
+         '--base-port', $ENV{TEST_NGINX_E1}, '--kv-events', 'zmq',
+         '--events-base-port', $events_base, '--replay-base-port', 0,
+         '--time-scale', 20) or POSIX::_exit(127);
+}
+
+for (1 .. 200) {
+    last if -f $log && `cat $log` =~ /^ready/m;
+    select(undef, undef, undef, 0.1);
+}
+
+END { kill 'TERM', $Emulator if $Emulator }
+
+# the events helper is nginx's cache manager process: a child of the master
+sub kill_helper {
+    my $root = $ENV{TEST_NGINX_SERVROOT} || 't/servroot';
+    open my $fh, '<', "$root/logs/nginx.pid" or return;
+    chomp(my $master = <$fh>);
+    for my $stat (glob '/proc/[0-9]*/stat') {
+        open my $s, '<', $stat or next;
+        my @f = split ' ', scalar <$s>;
+        next unless $f[3] == $master;
+        open my $c, '<', "/proc/$f[0]/cmdline" or next;
+        kill 'KILL', $f[0] if <$c> =~ /cache manager/;
+    }
+    select(undef, undef, undef, 0.5);
+}
+
+our $Prompt = JSON::PP->new->encode({ model => 'm', max_tokens => 2,
+                                      prompt => [ 1000 .. 1099 ] });
+
+our $HttpConfig = <<'_EOC_';
+upstream llm {
+    kvroute mode=kv events_port=+100 zone=kv_events:8m;
+    server 127.0.0.1:$TEST_NGINX_E1;
+    server 127.0.0.1:$TEST_NGINX_E2;
+}
+_EOC_
+
+our $Config = <<'_EOC_';
+location /v1/ {
+    proxy_pass http://llm;
+    add_header X-Kvroute "$kvroute_reason $kvroute_overlap/$kvroute_blocks";
+}
+location /direct2/ { proxy_pass http://127.0.0.1:$TEST_NGINX_E2/; }
+location = /kvroute_status { kvroute_status; }
+location = /wait { echo_sleep 0.5; echo ok; }
+_EOC_
+
+our $MainConfig = <<'_EOC_';
+load_module $TEST_NGINX_KVROUTE_SO;
+load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+_EOC_
+
+master_on();
+workers(2);
+check_accum_error_log();
+repeat_each(1);
+plan 'no_plan';
+no_shuffle();
+run_tests();
+
+__DATA__
+
+=== TEST 1: blocks an engine stored, reported by its events, attract the prefix
+--- main_config eval: $::MainConfig
+--- http_config eval: $::HttpConfig
+--- config eval: $::Config
+--- more_headers
+Content-Type: application/json
+--- request eval
+[ "POST /direct2/v1/completions\n$::Prompt",
+  "GET /wait",
+  "POST /v1/completions\n$::Prompt",
+  "POST /v1/completions\n$::Prompt",
+  "GET /kvroute_status" ]
+--- response_headers_like eval
+[ "", "", "X-Kvroute: overlap 6/6", "X-Kvroute: overlap 6/6", "" ]
+--- response_body_like eval
+[ qr/"engine_id":"engine-1"/, qr/ok/, qr/"engine_id":"engine-1"/,
+  qr/"engine_id":"engine-1"/,
+  qr/kvroute_events_stored_blocks_total\{upstream="llm",server="127.0.0.1:\d+"\} [1-9]/ ]
+--- no_error_log
+[error]
+
+
+
+=== TEST 2: the engine's AllBlocksCleared empties what the index held for it
+--- main_config eval: $::MainConfig
+--- http_config eval: $::HttpConfig
+--- config eval: $::Config
+--- more_headers
+Content-Type: application/json
+--- request eval
+[ "POST /direct2/reset_prefix_cache\n",
+  "GET /wait",
+  "GET /kvroute_status" ]
+--- response_body_like eval
+[ qr/.*/, qr/ok/,
+  qr/kvroute_indexed_blocks\{upstream="llm",server="127.0.0.1:\d+"\} 0\n(?:.*\n)*kvroute_indexed_blocks\{upstream="llm",server="127.0.0.1:\d+"\} 0\n(?:.*\n)*kvroute_events_cleared_total\{upstream="llm",server="127.0.0.1:\d+"\} 1\n/ ]
+--- no_error_log
+[error]
+
+
+
+=== TEST 3: routed requests are not predicted in kv mode: only events count
+--- main_config eval: $::MainConfig
+--- http_config eval: $::HttpConfig
+--- config eval: $::Config
+--- more_headers
+Content-Type: application/json
+--- request eval
+[ "POST /v1/completions\n" . JSON::PP->new->encode({ model => 'm', max_tokens => 2, prompt => [ 5000 .. 5099 ] }),
+  "GET /wait",
+  "POST /v1/completions\n" . JSON::PP->new->encode({ model => 'm', max_tokens => 2, prompt => [ 5000 .. 5099 ] }) ]
+--- response_headers_like eval
+[ "X-Kvroute: home 0/6", "", "X-Kvroute: overlap 6/6" ]
+--- no_error_log
+[error]
+
+
+
+=== TEST 4: the helper killed with SIGKILL is respawned and follows events again
+--- main_config eval: $::MainConfig
+--- http_config eval: $::HttpConfig
+--- config eval: $::Config
+--- init
+main::kill_helper();
+--- more_headers
+Content-Type: application/json
+--- request eval
+[ "POST /direct2/v1/completions\n" . JSON::PP->new->encode({ model => 'm', max_tokens => 2, prompt => [ 7000 .. 7099 ] }),
+  "GET /wait",
+  "POST /v1/completions\n" . JSON::PP->new->encode({ model => 'm', max_tokens => 2, prompt => [ 7000 .. 7099 ] }),
+  "GET /kvroute_status" ]
+--- response_headers_like eval
+[ "", "", "X-Kvroute: overlap 6/6", "" ]
+--- response_body_like eval
+[ qr/engine-1/, qr/ok/, qr/engine-1/,
+  qr/kvroute_events_helper_starts_total\{zone="kv_events"\} [2-9]/ ]
+--- error_log eval
+[ qr/cache manager process \d+ exited on signal 9/,
+  qr/cache manager process \d+ exited on signal 9/,
+  qr/cache manager process \d+ exited on signal 9/,
+  qr/cache manager process \d+ exited on signal 9/ ]
+--- no_error_log
+[error]
