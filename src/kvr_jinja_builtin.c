@@ -167,6 +167,15 @@ kvr_jfilter_id(const char *name, size_t len)
 }
 
 
+/* filters that are python generators: they raise only when consumed */
+int
+kvr_jfilter_lazy(int id)
+{
+    return id == F_MAP || id == F_SELECT || id == F_REJECT
+           || id == F_SELECTATTR || id == F_REJECTATTR || id == F_ITEMS;
+}
+
+
 int
 kvr_jtest_id(const char *name, size_t len)
 {
@@ -1044,6 +1053,11 @@ kvr_jtest_apply(kvr_jinja_render_t *r, int id, kvr_jv_t v, kvr_jv_t *args,
 {
     kvr_jv_t  m;
 
+    if (id <= T_CALLABLE && nargs != 0) {
+        kvr_jfail(r, KVR_JINJA_ERROR, "test takes 1 positional argument "
+                  "but %u were given", nargs + 1);
+    }
+
     switch (id) {
     case T_DEFINED:
         return v.type != KVR_JV_UNDEF;
@@ -1080,7 +1094,8 @@ kvr_jtest_apply(kvr_jinja_render_t *r, int id, kvr_jv_t v, kvr_jv_t *args,
         return v.type == KVR_JV_STR || v.type == KVR_JV_LIST
                || v.type == KVR_JV_DICT;
     case T_CALLABLE:
-        return v.type == KVR_JV_FUNC || v.type == KVR_JV_METHOD
+        /* jinja's Undefined has __call__ */
+        return v.type == KVR_JV_UNDEF || v.type == KVR_JV_FUNC || v.type == KVR_JV_METHOD
                || v.type == KVR_JV_MACRO || v.type == KVR_JV_LOOP;
     default:
         break;
@@ -1842,9 +1857,6 @@ kvr_jfilter_apply(kvr_jinja_render_t *r, int id, kvr_jv_t v,
         return kvr_jv_list(l);
 
     case F_FIRST:
-        if (v.type == KVR_JV_UNDEF) {
-            kvr_jfail(r, KVR_JINJA_ERROR, "first of an undefined value");
-        }
         in = kvr_jiter(r, v);
         return in->n ? in->items[0]
                      : kvr_jv_undef_named("first", 5);
@@ -1921,6 +1933,9 @@ kvr_jfilter_apply(kvr_jinja_render_t *r, int id, kvr_jv_t v,
 
     case F_INT:
         kvr_jcheck_kw(r, "int", kwn, kwl, nkw, kw_num);
+        if (v.type == KVR_JV_UNDEF) {
+            kvr_jfail(r, KVR_JINJA_ERROR, "int of an undefined value");
+        }
         if (!kvr_jarg(args, nargs, kwn, kwl, kwv, nkw, 0, "default", &a)) {
             a = kvr_jv_int(0);
         }
@@ -1933,6 +1948,9 @@ kvr_jfilter_apply(kvr_jinja_render_t *r, int id, kvr_jv_t v,
 
     case F_FLOAT:
         kvr_jcheck_kw(r, "float", kwn, kwl, nkw, kw_num);
+        if (v.type == KVR_JV_UNDEF) {
+            kvr_jfail(r, KVR_JINJA_ERROR, "float of an undefined value");
+        }
         if (!kvr_jarg(args, nargs, kwn, kwl, kwv, nkw, 0, "default", &a)) {
             a = kvr_jv_float(0.0);
         }
@@ -1983,8 +2001,12 @@ kvr_jfilter_apply(kvr_jinja_render_t *r, int id, kvr_jv_t v,
         return out;
 
     case F_INDENT:
-        return kvr_jindent(r, kvr_jv_to_string(r, v), args, nargs, kwn, kwl,
-                           kwv, nkw);
+        /* jinja appends "\n" to the value: only strings work */
+        if (v.type != KVR_JV_STR) {
+            kvr_jfail(r, KVR_JINJA_ERROR, "indent of a %s",
+                      kvr_jv_type_name(v));
+        }
+        return kvr_jindent(r, v, args, nargs, kwn, kwl, kwv, nkw);
 
     case F_SORT:
         return kvr_jsort_filter(r, v, args, nargs, kwn, kwl, kwv, nkw);

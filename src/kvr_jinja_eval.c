@@ -383,8 +383,12 @@ kvr_jslice(kvr_jinja_render_t *r, kvr_jv_t obj, kvr_jv_t *part)
     kvr_jlist_t  *l;
     kvr_jv_t      out;
 
+    /*
+     * jinja subscripts slices directly (TypeError on a bad type), except
+     * when its optimizer folds constants (undefined then): refused
+     */
     if (obj.type == KVR_JV_LIST && (obj.flags & (KVR_JV_GEN | KVR_JV_VIEW))) {
-        return kvr_jv_undef;
+        kvr_jfail(r, KVR_JINJA_UNSUPPORTED, "slice of a generator");
     } else if (obj.type == KVR_JV_LIST) {
         n = obj.u.list->n;
     } else if (obj.type == KVR_JV_STR) {
@@ -393,7 +397,8 @@ kvr_jslice(kvr_jinja_render_t *r, kvr_jv_t obj, kvr_jv_t *part)
         kvr_jfail(r, KVR_JINJA_ERROR, "'%.*s' is undefined",
                   (int) obj.len, obj.u.s ? obj.u.s : "value");
     } else {
-        return kvr_jv_undef;
+        kvr_jfail(r, KVR_JINJA_UNSUPPORTED, "slice of a %s",
+                  kvr_jv_type_name(obj));
     }
 
     kvr_jslice_bounds(r, part, n, &start, &stop, &step);
@@ -1081,8 +1086,11 @@ kvr_jeval(kvr_jinja_render_t *r, kvr_jscope_t *sc, kvr_jn_t *n)
         a = kvr_jeval(r, sc, n->a);
         kvr_jeval_args(r, sc, n, &args, &kwv);
         kvr_jstep(r, 1);
+        t = kvr_jfilter_lazy(n->id);
+        r->lazy += t;
         out = kvr_jfilter_apply(r, n->id, a, args, n->nargs, n->kwn, n->kwl,
                                 kwv, n->nkw);
+        r->lazy -= t;
         break;
 
     case KVR_JN_TEST:

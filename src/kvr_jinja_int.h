@@ -224,6 +224,7 @@ struct kvr_jinja_render_s {
     kvr_jscope_t        *globals;
     uint64_t             steps;
     uint32_t             depth;
+    uint32_t             lazy;      /* inside a filter python runs lazily */
     int                  status;
     char                 err[256];
 };
@@ -298,6 +299,7 @@ void kvr_jstep(kvr_jinja_render_t *r, uint64_t n);
 int kvr_jfilter_id(const char *name, size_t len);
 int kvr_jtest_id(const char *name, size_t len);
 int kvr_jglobal_id(const char *name, size_t len);
+int kvr_jfilter_lazy(int id);
 kvr_jv_t kvr_jfilter_apply(kvr_jinja_render_t *r, int id, kvr_jv_t v,
     kvr_jv_t *args, uint32_t nargs, const char **kwn, uint32_t *kwl,
     kvr_jv_t *kwv, uint32_t nkw);

@@ -111,6 +111,14 @@ kvr_jfail(kvr_jinja_render_t *r, int status, const char *fmt, ...)
     vsnprintf(r->err, sizeof(r->err), fmt, ap);
     va_end(ap);
 
+    /*
+     * a generator filter (map, select, items...) raises in python only
+     * when something consumes it: whether it does is not reproduced
+     */
+    if (r->lazy && status == KVR_JINJA_ERROR) {
+        status = KVR_JINJA_UNSUPPORTED;
+    }
+
     r->status = status;
     longjmp(r->jmp, 1);
 }
@@ -489,7 +497,11 @@ kvr_jv_eq(kvr_jv_t a, kvr_jv_t b)
     case KVR_JV_STR:
         return a.len == b.len && memcmp(a.u.s, b.u.s, a.len) == 0;
     case KVR_JV_LIST:
-        if ((a.flags | b.flags) & KVR_JV_OPAQUE) {
+        /* ranges compare as sequences, only with ranges */
+        if ((a.flags & KVR_JV_NOPRINT) != (b.flags & KVR_JV_NOPRINT)) {
+            return 0;
+        }
+        if ((a.flags | b.flags) & (KVR_JV_GEN | KVR_JV_VIEW)) {
             return a.u.list == b.u.list && a.flags == b.flags;
         }
         if ((a.flags & KVR_JV_TUPLE) != (b.flags & KVR_JV_TUPLE)
@@ -553,7 +565,8 @@ kvr_jv_cmp(kvr_jinja_render_t *r, kvr_jv_t a, kvr_jv_t b)
     }
 
     if (a.type == KVR_JV_LIST && b.type == KVR_JV_LIST
-        && (a.flags & KVR_JV_TUPLE) == (b.flags & KVR_JV_TUPLE))
+        && (a.flags & KVR_JV_TUPLE) == (b.flags & KVR_JV_TUPLE)
+        && !((a.flags | b.flags) & KVR_JV_OPAQUE))
     {
         for (i = 0; i < a.u.list->n && i < b.u.list->n; i++) {
             if (!kvr_jv_eq(a.u.list->items[i], b.u.list->items[i])) {

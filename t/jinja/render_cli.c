@@ -7,6 +7,8 @@
  *   kvr-render-test CONFIG.json [TEMPLATE_FILE] < requests.jsonl
  *       one JSON line out per request line in:
  *       {"ok":true,"text":"..."} or {"ok":false,"status":N,"err":"..."}
+ *       a line {"template": "...", "request": {...}} renders that
+ *       template (compiled for the line) with CONFIG's special tokens
  *   kvr-render-test --bench N CONFIG.json [TEMPLATE_FILE] < request.json
  *       renders the first request N times, prints the median and the
  *       90th percentile in microseconds
@@ -51,6 +53,47 @@ read_file(const char *path)
 }
 
 
+/* a line with its own template: compiled, then the request rendered */
+static int
+render_line(const char *config_path, kvr_json_doc_t *doc, uint32_t tnode,
+    uint32_t rnode, kvr_jinja_limits_t *lim, char *out, size_t *out_len,
+    char *err, size_t errlen)
+{
+    int                  rc;
+    size_t               n, raw_len;
+    char                *src, *config;
+    kvr_chat_config_t   *cfg;
+
+    kvr_json_raw(doc, tnode, &raw_len);
+    src = malloc(raw_len + 1);
+    config = read_file(config_path);
+    if (src == NULL || config == NULL) {
+        free(src);
+        free(config);
+        snprintf(err, errlen, "out of memory");
+        return -100;
+    }
+
+    n = kvr_json_string_decode(doc, tnode, src, raw_len);
+    src[n] = '\0';
+
+    cfg = kvr_chat_config_parse(config, strlen(config), src, err, errlen);
+    free(src);
+    free(config);
+
+    if (cfg == NULL) {
+        return -99;
+    }
+
+    kvr_chat_config_set_limits(cfg, lim);
+    rc = kvr_chat_render(cfg, doc, rnode, out, MAX_OUT, out_len, err,
+                         errlen);
+    kvr_chat_config_free(cfg);
+
+    return rc;
+}
+
+
 static int
 cmp_double(const void *a, const void *b)
 {
@@ -64,6 +107,7 @@ int
 main(int argc, char **argv)
 {
     int                  rc, bench, i;
+    uint32_t             tnode, rnode;
     char                *line, *out, *tpl, err[512];
     size_t               cap, out_len;
     ssize_t              n;
@@ -148,8 +192,16 @@ main(int argc, char **argv)
             break;
         }
 
-        rc = kvr_chat_render(cfg, doc, 0, out, MAX_OUT, &out_len, err,
-                             sizeof(err));
+        tnode = kvr_json_find(doc, 0, "template", 8);
+        rnode = kvr_json_find(doc, 0, "request", 7);
+
+        if (tnode && rnode) {
+            rc = render_line(argv[1], doc, tnode, rnode, &lim, out,
+                             &out_len, err, sizeof(err));
+        } else {
+            rc = kvr_chat_render(cfg, doc, 0, out, MAX_OUT, &out_len, err,
+                                 sizeof(err));
+        }
         kvr_json_free(doc);
 
         if (rc == 0) {
