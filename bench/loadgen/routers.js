@@ -23,8 +23,12 @@ function routerTable(top, build, opts = {}) {
   const kvrouteSo = path.join(build, 'ngx_http_kvroute_module.so');
   const cap = opts.capacityBlocks || 585;
   const bs = opts.blockSize || 16;
-  const kv = (args) => ({ modules: [kvrouteSo],
-    upstream: [`kvroute ${args} capacity=${cap} block_size=${bs};`] });
+  const kv = (args, emulatorArgs) => ({ modules: [kvrouteSo],
+    upstream: [`kvroute ${args} capacity=${cap} block_size=${bs};`],
+    emulatorArgs });
+  // engine i publishes KV events on events-base-port + i, HTTP on base-port + i
+  const offset = (opts.eventsBasePort || 20081) - (opts.basePort || 18001);
+  const events = `mode=kv events_port=${offset >= 0 ? '+' : ''}${offset}`;
   return {
     round_robin: { upstream: [] },
     random: { upstream: ['random;'] },
@@ -33,6 +37,9 @@ function routerTable(top, build, opts = {}) {
     // its default policy, and NVIDIA Dynamo's default cost
     'kvroute-approx': kv('mode=approx'),
     'kvroute-dynamo': kv('mode=approx policy=dynamo'),
+    // kv mode: the index follows the emulated engines' KV events
+    'kvroute-kv': kv(events, ['--kv-events', 'zmq']),
+    'kvroute-kv-dynamo': kv(`${events} policy=dynamo`, ['--kv-events', 'zmq']),
     // the baselines through kvroute itself (bodies read and parsed alike)
     'kvroute-rr': kv('mode=round_robin'),
   };
