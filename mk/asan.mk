@@ -154,10 +154,142 @@ test-valgrind: $(UNIT_BINS) $(TOK_CLI) $(TOK_NPM) $(VG_INPUT)
 	    fi; \
 	    echo "$$name: exit $$rc, $$(( $$(date +%s) - start )) s, $$lines," \
 	        "$$(grep -o 'ERROR SUMMARY: [0-9]* errors' $(VG_DIR)/$$name.log)," \
+	        "$$(grep -o 'in use at exit: [0-9,]* bytes' $(VG_DIR)/$$name.log)," \
 	        "$$(grep -o 'definitely lost: [0-9,]* bytes' $(VG_DIR)/$$name.log \
-	            || echo 'no leaks')"; \
+	            || echo 'definitely lost: none')"; \
 	    if [ $$rc != 0 ]; then fail=1; cat $(VG_DIR)/$$name.log; \
 	        tail -5 $(VG_DIR)/$$name.out; fi; \
 	done; exit $$fail
 
 .PHONY: test-valgrind
+
+# `make valgrind-nginx`: Debian's nginx with the module, master_process off,
+# under memcheck; 55 requests, good and bad (truncated, invalid UTF-8, deep
+# nesting, huge, chunked, wrong types), then a graceful stop.  Fails on any
+# memcheck error, a 5xx or a dropped connection; prints the definite leaks
+# that involve kvroute's code.  The log is build/valgrind/nginx.log.
+
+VG_NGX_PORT  ?= 5994
+VG_NGX_B1    ?= 5995
+VG_NGX_B2    ?= 5996
+VG_NGX_DIR   := $(VG_DIR)/nginx
+
+# nginx leaks by design at exit (ngx_set_environment): leaks are listed,
+# not failed; --keep-debuginfo names code in the module, unloaded at exit
+VALGRIND_NGX := valgrind --error-exitcode=1 --leak-check=full \
+                --errors-for-leak-kinds=none --keep-debuginfo=yes
+
+define KVR_VG_CLIENT
+use strict; use warnings; use IO::Socket::INET; use JSON::PP;
+my $$port = shift;
+my $$json = JSON::PP->new->canonical;
+my $$sys = "You are a helpful assistant. " x 40;
+sub chat { $$json->encode({ model => "m", messages => [
+    { role => "system", content => $$sys },
+    { role => "user", content => "question $$_[0] " x $$_[1] } ] }) }
+my @r;
+push @r, ["/v1/chat/completions", chat($$_, 1 + $$_ * 7)] for 1 .. 12;
+push @r, ["/v1/completions", $$json->encode({ model => "m",
+    prompt => "$$sys story number $$_ " x $$_ })] for 1 .. 6;
+push @r, ["/v1/completions", $$json->encode({ model => "m",
+    prompt => [map { $$_ * 7 % 150000 } 1 .. 40 * $$_] })] for 1 .. 3;
+push @r, ["/v1/completions", '{"prompt": ["a b c d e f", "g h"]}'];
+push @r, ["/v1/completions", '{"prompt": [-1, 4294967296, 1e30, 2.5]}'];
+push @r, ["/v1/completions", '{"prompt": [[1, 2, 3], [4]]}'];
+push @r, ["/v1/chat/completions", substr(chat($$_, 30), 0, 100 * $$_)]
+    for 1 .. 5;
+push @r, ["/v1/chat/completions", "{\"messages\": [{\"role\": \"user\", "
+    . "\"content\": \"ab\xff\xfe\xc3\x28 $$_\"}]}"] for 1 .. 3;
+push @r, ["/v1/completions", '{"prompt": "' . ("\xed\xa0\x80" x 20) . '"}'];
+push @r, ["/v1/chat/completions", ("[" x 100000) . ("]" x 100000)];
+push @r, ["/v1/chat/completions", '{"messages": ' . ("[" x 5000)];
+push @r, ["/v1/completions", '{"prompt": ' . ('{"a":' x 3000) . '1'
+    . ('}' x 3000) . '}'];
+push @r, ["/v1/chat/completions", chat(99, 60000)];
+push @r, ["/v1/completions", $$json->encode({ prompt => "z" x 3000000 })];
+push @r, ["/v1/chat/completions", $$_] for ('', '{}', '[]', '"str"', '12',
+    'null', '{"messages": 5}', '{"messages": [1, "x", null]}',
+    '{"messages": [{"role": 1, "content": [{"type": "text", "text": 2}]}]}',
+    '{"messages": [{"role": "user", "content": [{"type": "text", '
+    . '"text": "part one"}, {"type": "image_url"}]}], "tools": [{}]}',
+    '{"prompt": "x", "model": 7, "cache_salt": []}');
+push @r, ["/v1/chat/completions", chat(1, 1), "text/plain"];
+push @r, ["/v1/chat/completions", chat(2, 200), undef, "chunked"];
+push @r, ["/v1/chat/completions", chat(3, 200), undef, "chunked"];
+push @r, ["/other", chat(4, 4)];
+push @r, ["GET /v1/completions", ""];
+push @r, ["GET /kvroute_status", ""];
+my %seen;
+for my $$q (@r) {
+    my ($$path, $$body, $$type, $$chunked) = @$$q;
+    my $$method = $$path =~ s/^GET // ? "GET" : "POST";
+    my $$s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$$port",
+                                   Timeout => 60) or die "connect: $$!";
+    my $$head = "$$method $$path HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+        . "Content-Type: " . ($$type // "application/json") . "\r\n";
+    if ($$chunked) {
+        my $$b = $$body; my $$c = "";
+        $$c .= sprintf("%x\r\n%s\r\n", length $$1, $$1)
+            while $$b =~ s/^(.{1,700})//s;
+        print $$s $$head, "Transfer-Encoding: chunked\r\n\r\n", $$c,
+            "0\r\n\r\n";
+    } else {
+        print $$s $$head, "Content-Length: ", length $$body, "\r\n\r\n",
+            $$body;
+    }
+    local $$/; my $$resp = <$$s> // ""; close $$s;
+    my ($$status) = $$resp =~ m{^HTTP/1\.1 (\d+)};
+    $$seen{$$status // "none"}++;
+}
+print scalar(@r), " requests, status: ",
+    join(", ", map { "$$_ x$$seen{$$_}" } sort keys %seen), "\n";
+exit(($$seen{none} || $$seen{502} || $$seen{500}) ? 1 : 0);
+endef
+export KVR_VG_CLIENT
+
+valgrind-nginx: $(MODULE_SO) $(TOK_NPM)
+	@rm -rf $(VG_NGX_DIR); mkdir -p $(VG_NGX_DIR)/logs
+	@printf '%s\n' 'master_process off; daemon off;' \
+	    'error_log $(VG_NGX_DIR)/logs/error.log info;' \
+	    'pid $(VG_NGX_DIR)/logs/nginx.pid;' \
+	    'load_module $(MODULE_SO);' \
+	    'events { worker_connections 256; }' \
+	    'http { access_log off;' \
+	    ' client_body_temp_path $(VG_NGX_DIR)/body;' \
+	    ' proxy_temp_path $(VG_NGX_DIR)/proxy;' \
+	    ' upstream llm { kvroute capacity=64 block_size=16' \
+	    '   tokenizer=$(VG_MODEL)/tokenizer.json' \
+	    '   tokenizer_config=$(VG_MODEL)/tokenizer_config.json;' \
+	    '  server 127.0.0.1:$(VG_NGX_B1);' \
+	    '  server 127.0.0.1:$(VG_NGX_B2); }' \
+	    ' server { listen 127.0.0.1:$(VG_NGX_B1);' \
+	    '  client_max_body_size 8m; location / { return 200 "one\n"; } }' \
+	    ' server { listen 127.0.0.1:$(VG_NGX_B2);' \
+	    '  client_max_body_size 8m; location / { return 200 "two\n"; } }' \
+	    ' server { listen 127.0.0.1:$(VG_NGX_PORT);' \
+	    '  client_max_body_size 8m; client_body_buffer_size 16k;' \
+	    '  location / { proxy_pass http://llm; }' \
+	    '  location = /kvroute_status { kvroute_status; } } }' \
+	    > $(VG_NGX_DIR)/nginx.conf
+	@start=$$(date +%s); \
+	$(VALGRIND_NGX) --log-file=$(VG_DIR)/nginx.log \
+	    $(NGINX) -p $(VG_NGX_DIR)/ -c $(VG_NGX_DIR)/nginx.conf & vg=$$!; \
+	for i in $$(seq 300); do \
+	    (exec 3<>/dev/tcp/127.0.0.1/$(VG_NGX_PORT)) 2>/dev/null && break; \
+	    sleep 1; \
+	done; \
+	echo "nginx up under valgrind after $$(( $$(date +%s) - start )) s"; \
+	perl -e "$$KVR_VG_CLIENT" $(VG_NGX_PORT); client=$$?; \
+	kill -QUIT $$(cat $(VG_NGX_DIR)/logs/nginx.pid); wait $$vg; rc=$$?; \
+	echo "valgrind-nginx: exit $$rc, client $$client," \
+	    "$$(( $$(date +%s) - start )) s," \
+	    "$$(grep -o 'ERROR SUMMARY: [0-9]* errors' $(VG_DIR)/nginx.log)"; \
+	awk '/are definitely lost/ { rec = ""; on = 1 } \
+	    on { rec = rec $$0 "\n" } \
+	    on && /^==[0-9]+== *$$/ { if (rec ~ /kvroute|kvr_/) printf "%s", rec; \
+	        on = 0 }' $(VG_DIR)/nginx.log; \
+	grep -E 'definitely lost:' $(VG_DIR)/nginx.log; \
+	grep -E '\[(alert|crit|emerg)\]' $(VG_NGX_DIR)/logs/error.log | head; \
+	test $$rc = 0 && test $$client = 0
+
+.PHONY: valgrind-nginx
