@@ -78,11 +78,12 @@ kvr_ids_push(kvr_ids_t *out, uint32_t id)
     size_t     cap;
     uint32_t  *ids;
 
-    if (out->n == out->cap) {
-        if (out->n >= out->max) {
-            return -1;
-        }
+    /* max may have been lowered below cap since the array grew */
+    if (out->n >= out->max) {
+        return -1;
+    }
 
+    if (out->n == out->cap) {
         cap = out->cap ? out->cap * 2 : 256;
         if (cap > out->max) {
             cap = out->max;
@@ -1026,6 +1027,13 @@ void
 kvr_tokenizer_set_cache_check(kvr_tokenizer_t *tk, int on)
 {
     tk->cache_check = on;
+}
+
+
+kvr_tok_cache_t *
+kvr_tokenizer_segment_cache(kvr_tokenizer_t *tk)
+{
+    return tk->cache;
 }
 
 

@@ -13,10 +13,12 @@
 #include <string.h>
 #include <unistd.h>
 #include <utf8proc.h>
+#include <xxhash.h>
 
 #include "tap.h"
 #include "kvr_tokenizer.h"
 #include "kvr_tok_bpe.h"
+#include "kvr_tok_cache.h"
 #include "kvr_tok_normalize.h"
 #include "kvr_tok_pretok.h"
 #include "kvr_tok_unicode.h"
@@ -46,6 +48,21 @@ static const char  *tiny_model =
 
 static char  tiny_path[64];
 
+/* the added tokens of the tiny file; the cache tests add lstrip / rstrip */
+static const char  *tiny_added_plain =
+    "{\"id\": 9, \"content\": \"<|x|>\", \"special\": true},"
+    "{\"id\": 10, \"content\": \"<|x\", \"special\": false},"
+    "{\"id\": 11, \"content\": \"<|xy|>\", \"special\": true}";
+
+static const char  *tiny_added_strip =
+    "{\"id\": 9, \"content\": \"<|x|>\", \"special\": true,"
+    " \"lstrip\": true},"
+    "{\"id\": 10, \"content\": \"<|x\", \"special\": false},"
+    "{\"id\": 11, \"content\": \"<|xy|>\", \"special\": true,"
+    " \"rstrip\": true}";
+
+static const char  *tiny_added;
+
 
 static int
 write_tiny(const char *normalizer, const char *regex, const char *fallback,
@@ -67,17 +84,15 @@ write_tiny(const char *normalizer, const char *regex, const char *fallback,
     }
 
     fprintf(f, "{\"version\": \"1.0\", \"truncation\": null, "
-            "\"padding\": null, \"added_tokens\": ["
-            "{\"id\": 9, \"content\": \"<|x|>\", \"special\": true},"
-            "{\"id\": 10, \"content\": \"<|x\", \"special\": false},"
-            "{\"id\": 11, \"content\": \"<|xy|>\", \"special\": true}],"
+            "\"padding\": null, \"added_tokens\": [%s],"
             "\"normalizer\": %s, \"pre_tokenizer\": {\"type\": \"Sequence\","
             " \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": "
             "{\"Regex\": \"%s\"}, \"behavior\": \"Isolated\", "
             "\"invert\": false}, {\"type\": \"ByteLevel\", "
             "\"add_prefix_space\": false, \"use_regex\": false}]}, "
             "\"post_processor\": %s, \"decoder\": {\"type\": \"ByteLevel\"}, ",
-            normalizer, regex, post);
+            tiny_added ? tiny_added : tiny_added_plain, normalizer, regex,
+            post);
     fprintf(f, tiny_model, fallback, ignore);
     fprintf(f, "}\n");
 
@@ -593,6 +608,209 @@ test_tiny(void)
 }
 
 
+static int
+cache_has(kvr_tok_cache_t *c, const char *key, uint64_t hash)
+{
+    size_t  n;
+
+    return kvr_tok_cache_get(c, (const uint8_t *) key, strlen(key), hash, &n)
+           != NULL;
+}
+
+
+static void
+test_cache_lru(void)
+{
+    int                           bounded;
+    char                          key[8];
+    size_t                        one, i, len, n_ids;
+    uint8_t                       bytes[300];
+    uint32_t                      ids[64];
+    const uint32_t               *got;
+    kvr_tok_cache_t              *c;
+    kvr_tokenizer_cache_stats_t   st;
+
+    for (i = 0; i < 64; i++) {
+        ids[i] = (uint32_t) (1000 + i);
+    }
+
+    /* room for exactly three entries of 4 key bytes and 2 ids */
+    one = kvr_tok_cache_entry_size(4, 2);
+    c = kvr_tok_cache_create(3 * one);
+    if (c == NULL) {
+        tap_ok(0, "cache: create");
+        return;
+    }
+
+    for (i = 1; i <= 4; i++) {
+        snprintf(key, sizeof(key), "k%03zu", i);
+        tap_ok(kvr_tok_cache_put(c, (uint8_t *) key, 4, i, ids + i, 2)
+               == 0, "cache: put %s", key);
+    }
+
+    kvr_tok_cache_stats(c, &st);
+    tap_ok(st.entries == 3 && st.bytes == 3 * one && st.evictions == 1,
+           "cache: the fourth entry evicts one (%zu entries, %zu bytes)",
+           st.entries, st.bytes);
+    tap_ok(!cache_has(c, "k001", 1) && cache_has(c, "k002", 2)
+           && cache_has(c, "k003", 3) && cache_has(c, "k004", 4),
+           "cache: the least recently used entry went");
+
+    /* k002 was used after k003: k003 goes next */
+    tap_ok(cache_has(c, "k002", 2), "cache: k002 used again");
+    kvr_tok_cache_put(c, (const uint8_t *) "k005", 4, 5, ids, 2);
+    tap_ok(cache_has(c, "k002", 2) && !cache_has(c, "k003", 3)
+           && cache_has(c, "k005", 5), "cache: a hit moves an entry up");
+
+    got = kvr_tok_cache_get(c, (const uint8_t *) "k004", 4, 4, &n_ids);
+    tap_ok(got != NULL && n_ids == 2 && got[0] == 1004 && got[1] == 1005,
+           "cache: a hit returns the ids stored");
+
+    /* the hash only picks candidates: the key decides */
+    tap_ok(!cache_has(c, "zzzz", 4) && !cache_has(c, "k00", 4),
+           "cache: same hash, other key or length: no hit");
+    tap_is(kvr_tok_cache_put(c, (const uint8_t *) "k004", 4, 4, ids, 1), 1,
+           "cache: a key already present is kept");
+    tap_is(kvr_tok_cache_put(c, (const uint8_t *) "k006", 4, 6, ids, 64), 1,
+           "cache: an entry over half the bound is not stored");
+    kvr_tok_cache_stats(c, &st);
+    tap_ok(st.entries == 3 && cache_has(c, "k004", 4),
+           "cache: a refused entry evicts nothing");
+
+    kvr_tok_cache_free(c);
+
+    /* many entries of mixed sizes: the bound always holds */
+    c = kvr_tok_cache_create(20000);
+    bounded = c != NULL;
+
+    for (i = 0; bounded && i < 5000; i++) {
+        len = (i * 37) % sizeof(bytes) + 1;
+        n_ids = (i * 13) % 64;
+        memset(bytes, (int) (i & 0xff), len);
+        memcpy(bytes, &i, len < sizeof(i) ? len : sizeof(i));
+
+        kvr_tok_cache_put(c, bytes, len, XXH3_64bits(bytes, len), ids,
+                          n_ids);
+        kvr_tok_cache_stats(c, &st);
+
+        if (st.bytes > st.max_bytes
+            || (kvr_tok_cache_get(c, bytes, len, XXH3_64bits(bytes, len),
+                                  &n_ids) == NULL))
+        {
+            bounded = 0;
+        }
+    }
+
+    kvr_tok_cache_stats(c, &st);
+    tap_ok(bounded && st.evictions > 1000,
+           "cache: 5000 mixed puts stay within 20000 bytes, the newest "
+           "always present (%zu entries, %zu bytes, %llu evictions)",
+           st.entries, st.bytes, (unsigned long long) st.evictions);
+
+    kvr_tok_cache_free(c);
+}
+
+
+static void
+test_cache_tiny(void)
+{
+    char                          err[256];
+    uint32_t                      wrong[2] = { 1, 2 };
+    kvr_ids_t                     ids;
+    kvr_tokenizer_t              *tk;
+    kvr_tokenizer_cache_stats_t   st;
+
+    tk = load_tiny("null", QWEN_RE, "false", "false", "null", err,
+                   sizeof(err));
+    if (tk == NULL) {
+        tap_ok(0, "cache tiny: loads (%s)", err);
+        return;
+    }
+
+    kvr_tokenizer_set_segment_cache(tk, 1, 1 << 20);
+    kvr_tokenizer_set_cache_check(tk, 1);
+
+    /* the gaps between added tokens are the cached segments */
+    tap_ok(ids_are(tk, "abc<|x|>abc<|xy|>abc", 0, IDS(5, 9, 5, 11, 5)),
+           "cache tiny: segments between added tokens");
+    kvr_tokenizer_cache_stats(tk, &st);
+    tap_ok(st.misses == 1 && st.hits == 2 && st.entries == 1,
+           "cache tiny: \"abc\" stored once, hit twice (%llu hits)",
+           (unsigned long long) st.hits);
+    tap_ok(ids_are(tk, "abc<|x|>abc<|xy|>abc", 0, IDS(5, 9, 5, 11, 5)),
+           "cache tiny: all hits give the same ids");
+
+    /* shorter than min_len: not looked up */
+    kvr_tokenizer_set_segment_cache(tk, 4, 1 << 20);
+    tap_ok(ids_are(tk, "abc<|x|>abcab", 0, IDS(5, 9, 5, 3)),
+           "cache tiny: min_len");
+    kvr_tokenizer_cache_stats(tk, &st);
+    tap_ok(st.misses == 1 && st.entries == 1,
+           "cache tiny: only the 5-byte segment is cached");
+
+    /* a hit with the output bound: truncated as a full encode is */
+    kvr_tokenizer_set_segment_cache(tk, 1, 1 << 20);
+    tap_ok(ids_are(tk, "a c a", 0, IDS(0, 7, 2, 8)), "cache tiny: a c a");
+    kvr_ids_init(&ids, 2);
+    tap_is(kvr_tokenizer_encode(tk, "a c a", 5, 0, &ids), KVR_TOK_TOO_MANY,
+           "cache tiny: a hit respects the output bound");
+    tap_ok(ids.n == 2 && ids.ids[0] == 0 && ids.ids[1] == 7,
+           "cache tiny: the partial ids of a hit are the first ones");
+    kvr_ids_free(&ids);
+
+    /* a wrong entry: returned without check mode, caught with it */
+    kvr_tokenizer_set_segment_cache(tk, 1, 1 << 20);
+    kvr_tok_cache_put(kvr_tokenizer_segment_cache(tk),
+                      (const uint8_t *) "abc", 3, XXH3_64bits("abc", 3),
+                      wrong, 2);
+    kvr_tokenizer_set_cache_check(tk, 0);
+    tap_ok(ids_are(tk, "abc", 0, IDS(1, 2)),
+           "cache tiny: a hit is served from the cache");
+    kvr_tokenizer_set_cache_check(tk, 1);
+    kvr_ids_init(&ids, 100);
+    tap_is(kvr_tokenizer_encode(tk, "abc", 3, 0, &ids),
+           KVR_TOK_CACHE_DIFFERS, "cache tiny: check mode catches it");
+    kvr_ids_free(&ids);
+
+    kvr_tokenizer_set_segment_cache(tk, 1, 0);
+    kvr_tokenizer_cache_stats(tk, &st);
+    tap_ok(st.max_bytes == 0 && kvr_tokenizer_segment_cache(tk) == NULL
+           && ids_are(tk, "abc", 0, IDS(5)), "cache tiny: off");
+
+    kvr_tokenizer_free(tk);
+
+    /* lstrip on <|x|>, rstrip on <|xy|>: the key is the stripped gap */
+    tiny_added = tiny_added_strip;
+    tk = load_tiny("null", QWEN_RE, "false", "false", "null", err,
+                   sizeof(err));
+    tiny_added = NULL;
+    if (tk == NULL) {
+        tap_ok(0, "cache strip: loads (%s)", err);
+        return;
+    }
+
+    kvr_tokenizer_set_segment_cache(tk, 1, 1 << 20);
+    kvr_tokenizer_set_cache_check(tk, 1);
+
+    tap_ok(ids_are(tk, "ab  <|x|>", 0, IDS(3, 9)),
+           "cache strip: lstrip eats the spaces before");
+    tap_ok(ids_are(tk, "ab  ", 0, IDS(3, 7, 7)),
+           "cache strip: the same bytes without the token keep them");
+    tap_ok(ids_are(tk, "<|xy|>  ab", 0, IDS(11, 3)),
+           "cache strip: rstrip eats the spaces after");
+    tap_ok(ids_are(tk, "ab  <|x|>  ab", 0, IDS(3, 9, 7, 7, 3)),
+           "cache strip: lstrip only strips the left side");
+    tap_ok(ids_are(tk, "<|xy|> \n ab  <|x|>", 0, IDS(11, 3, 9)),
+           "cache strip: both sides stripped");
+    kvr_tokenizer_cache_stats(tk, &st);
+    tap_ok(st.hits == 3 && st.misses == 3,
+           "cache strip: \"ab\" hit in three texts (%llu hits, %llu misses)",
+           (unsigned long long) st.hits, (unsigned long long) st.misses);
+
+    kvr_tokenizer_free(tk);
+}
+
+
 static kvr_tokenizer_t *
 load_model(const char *name)
 {
@@ -619,6 +837,68 @@ load_model(const char *name)
     tap_ok(tk != NULL, "%s: loads (%s)", name, tk ? "ok" : err);
 
     return tk;
+}
+
+
+/* a chat-like text whose system segment repeats: cached equals uncached */
+static void
+test_cache_model(kvr_tokenizer_t *tk)
+{
+    int                           rc_off, rc_miss, rc_hit;
+    char                         *text, *p;
+    size_t                        i, len;
+    kvr_ids_t                     off, miss, hit;
+    kvr_tokenizer_cache_stats_t   st;
+
+    text = malloc(16384);
+    if (text == NULL) {
+        return;
+    }
+
+    p = text;
+
+    for (i = 0; i < 3; i++) {
+        p += sprintf(p, "<|im_start|>system\nYou are a caf\xc3\xa9 helper "
+                     "(e\xcc\x81, \xe5\xa4\xa9\xe6\xb0\x94 1234567).  "
+                     "Answer briefly; don't ramble.\n\n  Rules:\n"
+                     "\t- keep the answer short, the system prompt long\n"
+                     "\t- one\n\t- two  <|im_end|>\n<|im_start|>user\n"
+                     "Question %zu?<|im_end|>\n", i);
+    }
+
+    len = (size_t) (p - text);
+
+    kvr_ids_init(&off, 1 << 20);
+    kvr_ids_init(&miss, 1 << 20);
+    kvr_ids_init(&hit, 1 << 20);
+
+    kvr_tokenizer_set_segment_cache(tk, 0, 0);
+    rc_off = kvr_tokenizer_encode(tk, text, len, 0, &off);
+
+    kvr_tokenizer_set_segment_cache(tk, KVR_TOK_SEGMENT_MIN,
+                                    KVR_TOK_SEGMENT_CACHE);
+    kvr_tokenizer_set_cache_check(tk, 1);
+    rc_miss = kvr_tokenizer_encode(tk, text, len, 0, &miss);
+    rc_hit = kvr_tokenizer_encode(tk, text, len, 0, &hit);
+    kvr_tokenizer_cache_stats(tk, &st);
+    kvr_tokenizer_set_cache_check(tk, 0);
+
+    tap_ok(rc_off == KVR_TOK_OK && rc_miss == KVR_TOK_OK
+           && rc_hit == KVR_TOK_OK && off.n > 100 && off.n == miss.n
+           && off.n == hit.n
+           && memcmp(off.ids, miss.ids, off.n * sizeof(uint32_t)) == 0
+           && memcmp(off.ids, hit.ids, off.n * sizeof(uint32_t)) == 0,
+           "qwen3: cache off, first and second encode agree (%zu ids)",
+           off.n);
+    tap_ok(st.misses == 1 && st.hits == 5,
+           "qwen3: the system segment missed once, hit five times "
+           "(%llu hits, %llu misses)", (unsigned long long) st.hits,
+           (unsigned long long) st.misses);
+
+    kvr_ids_free(&off);
+    kvr_ids_free(&miss);
+    kvr_ids_free(&hit);
+    free(text);
 }
 
 
@@ -663,6 +943,8 @@ test_models(void)
         tap_ok(ids_are(tk, "<think>\nfoo\n</think>\n\nbar", 0,
                        IDS(151667, 198, 7975, 198, 151668, 271, 2257)),
                "qwen3: non-special added tokens are atomic");
+
+        test_cache_model(tk);
 
         /* a 1 MB run of spaces: one regex piece, heap BPE, bounded */
         len = 1 << 20;
@@ -722,6 +1004,8 @@ main(void)
     test_rewrite();
     test_ascii_splitter();
     test_tiny();
+    test_cache_lru();
+    test_cache_tiny();
     test_models();
 
     return tap_done();
