@@ -5,7 +5,13 @@
 //
 //   node oracle-test.js --cli ../../build/kvroute-tokenize [--count 20000]
 //        [--models qwen3,llama3,llama3_1,qwen3+strip] [--sweep] [--patho]
-//        [--seed 1]
+//        [--seed 1] [--once]
+//
+// The C side gets every string twice in one process (unless --once), so
+// its segment cache (kvr_tok_cache.h) answers the second pass: both passes
+// must match the oracle.  Chat-like strings add long segments that repeat
+// between added tokens with changing white space around them (lstrip /
+// rstrip in qwen3+strip).
 //
 // --sweep adds, per model, one string around every code point (surrogates
 // excluded), in the contexts of docs/tokenizer.md 4.3; --patho adds 1 MB
@@ -25,7 +31,7 @@ const { Tokenizer } = require('tokenizers');
 function args() {
   const a = { cli: null, count: 20000,
     models: 'qwen3,llama3,llama3_1,qwen3+strip',
-    sweep: false, patho: false, seed: 1 };
+    sweep: false, patho: false, seed: 1, once: false };
   const v = process.argv.slice(2);
   for (let i = 0; i < v.length; i++) {
     if (v[i] === '--cli') a.cli = v[++i];
@@ -34,6 +40,7 @@ function args() {
     else if (v[i] === '--seed') a.seed = parseInt(v[++i], 10);
     else if (v[i] === '--sweep') a.sweep = true;
     else if (v[i] === '--patho') a.patho = true;
+    else if (v[i] === '--once') a.once = true;
     else throw new Error('unknown argument ' + v[i]);
   }
   if (!a.cli) throw new Error('--cli is required');
@@ -91,6 +98,37 @@ function fixedCases() {
     { text: '<|begin_of_text|><|begin_of_text|>x<|eot_id|>' },
     { prompt: '<|begin_of_text|>Hello' },
   ];
+}
+
+// long segments (over the cache's 128-byte minimum) that repeat across
+// strings, between added tokens, with white space of several kinds beside
+function chatCases(seed, count, specials) {
+  const { mulberry32 } = require('./corpus');
+  const rng = mulberry32(seed);
+  const names = ['<|im_start|>', '<|im_end|>', '<think>', '</think>',
+    '<|begin_of_text|>', '<|eot_id|>', '<|start_header_id|>',
+    '<|end_header_id|>'].filter((t) => specials.includes(t));
+  const ws = ['', ' ', '  ', '\n', ' \n\n ', '\t', '\u3000', '\u00a0 '];
+  const pick = (list) => list[Math.floor(rng() * list.length)];
+  const texts = generate(seed + 1, 400, [])
+    .map((c) => (c.text !== undefined ? c.text : c.prompt));
+  const systems = [];
+  for (let i = 0; i < 12; i++) {
+    let sys = '';
+    while (Buffer.byteLength(sys) < 200 + i * 100) sys += pick(texts) + ' ';
+    systems.push(sys);
+  }
+  const out = [];
+  for (let i = 0; i < count; i++) {
+    const sys = systems[i % systems.length];
+    const parts = [];
+    for (let k = 0; k < 3; k++) {
+      parts.push(pick(ws), pick(names), pick(ws), k === 1 ? pick(texts) : sys);
+    }
+    const text = parts.join('') + pick(ws);
+    out.push(i % 5 === 4 ? { prompt: text } : { text });
+  }
+  return out;
 }
 
 function sweepCases() {
@@ -175,7 +213,8 @@ async function main() {
     const spec = JSON.parse(fs.readFileSync(json, 'utf8'));
     const specials = spec.added_tokens.map((t) => t.content).slice(0, 40);
     let cases = fixedCases().concat(generate(a.seed * 1000 + name.length,
-      a.count, specials));
+      a.count, specials), chatCases(a.seed * 7 + name.length,
+      Math.ceil(a.count / 20), spec.added_tokens.map((t) => t.content)));
     if (a.sweep) cases = cases.concat(sweepCases());
     if (a.patho) cases = cases.concat(pathoCases());
 
@@ -183,16 +222,21 @@ async function main() {
     const tok = Tokenizer.fromFile(json);
     const want = await oracle(tok, cases);
     const t1 = Date.now();
-    const got = runC(a.cli, dir, cases);
+    const passes = a.once ? 1 : 2;
+    let input = cases;
+    if (passes === 2) input = cases.concat(cases);
+    const got = runC(a.cli, dir, input);
     const t2 = Date.now();
 
     let bad = 0;
-    for (let i = 0; i < cases.length; i++) {
+    for (let j = 0; j < input.length; j++) {
+      const i = j % cases.length;
       const w = JSON.stringify(want[i]);
-      const g = JSON.stringify(got[i]);
+      const g = JSON.stringify(got[j]);
       if (w !== g) {
         if (bad < 5) {
-          console.log('# MISMATCH ' + name + ' #' + i + ' ' +
+          console.log('# MISMATCH ' + name + ' #' + i + ' pass ' +
+            (j < cases.length ? 1 : 2) + ' ' +
             JSON.stringify(cases[i]).slice(0, 300));
           console.log('#   oracle ' + w.slice(0, 300));
           console.log('#   C      ' + g.slice(0, 300));
@@ -203,7 +247,7 @@ async function main() {
     const bytes = cases.reduce((n, c) =>
       n + Buffer.byteLength(c.text !== undefined ? c.text : c.prompt), 0);
     console.log((bad ? 'not ok' : 'ok') + ' - ' + name + ': ' + bad +
-      ' mismatches of ' + cases.length + ' strings (' +
+      ' mismatches of ' + cases.length + ' strings x ' + passes + ' (' +
       (bytes / 1e6).toFixed(1) + ' MB; oracle ' + (t1 - t0) + ' ms, C ' +
       (t2 - t1) + ' ms)');
     failed += bad ? 1 : 0;
