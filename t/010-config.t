@@ -22,7 +22,7 @@ upstream llm { kvroute mode=bogus; server 127.0.0.1:8000; }
 --- config
 --- must_die
 --- error_log
-invalid "mode" value "bogus": expected approx, round_robin or random
+invalid "mode" value "bogus": expected approx, kv, round_robin or random
 
 
 
@@ -178,3 +178,27 @@ Content-Type: application/json
 [ "X-Kvroute-Reason: round-robin", "X-Kvroute-Reason: random" ]
 --- no_error_log
 [error]
+
+
+
+=== TEST 12: mode=kv needs the events port
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm { kvroute mode=kv; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log
+"mode=kv" needs "events_port"
+
+
+
+=== TEST 13: events ports beyond 65535
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm { kvroute mode=kv events_port=65530 events_ranks=8; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log
+invalid "events_ranks": ports beyond 65535
