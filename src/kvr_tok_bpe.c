@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include "kvr_tok_bpe.h"

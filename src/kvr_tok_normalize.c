@@ -72,11 +72,23 @@ kvr_nfc_append(kvr_nfc_buf_t *buf, const uint8_t *s, size_t len)
 static int
 kvr_nfc_needs_work(const uint8_t *s, size_t len)
 {
-    size_t  i;
+    size_t    i;
+    uint64_t  word;
 
     /* U+0300 is CC 80: lower code points never change under NFC */
     for (i = 0; i < len; i++) {
-        if (s[i] >= 0xcc) {
+        /* ascii runs eight bytes at a time */
+        while (len - i >= 8) {
+            memcpy(&word, s + i, 8);
+
+            if (word & 0x8080808080808080ull) {
+                break;
+            }
+
+            i += 8;
+        }
+
+        if (i < len && s[i] >= 0xcc) {
             return 1;
         }
     }
