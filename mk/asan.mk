@@ -16,6 +16,7 @@ ASAN_SAN     := -fsanitize=address,undefined
 ASAN_CC_OPT  := $(ASAN_SAN) -fno-omit-frame-pointer \
                 -fno-sanitize-recover=undefined
 ASAN_UNIT    := $(patsubst t/unit/%.c,$(ASAN_BUILD)/unit/%,$(UNIT_SRCS))
+ASAN_OBJS    := $(patsubst src/%.c,$(ASAN_BUILD)/unit/obj/%.o,$(KVR_LIB_SRCS))
 ASAN_PORT    ?= 5984
 ASAN_SERVROOT ?= $(TOP)/t/servroot-asan
 
@@ -61,9 +62,13 @@ $(ASAN_SO): $(ASAN_BUILD)/Makefile $(ASAN_NGINX) $(MODULE_DEPS)
 	$(ASAN_NGINX) -g "error_log /dev/null; pid /dev/null;" -t -q \
 	    -c $(ASAN_BUILD)/loadtest.conf
 
-$(ASAN_BUILD)/unit/%: t/unit/%.c $(KVR_LIB_SRCS) $(KVR_LIB_HDRS) t/unit/tap.h
-	@mkdir -p $(ASAN_BUILD)/unit
-	$(CC) $(KVR_CFLAGS) $(ASAN_CC_OPT) -It/unit -o $@ $< $(KVR_LIB_SRCS) \
+# mk/unit.mk's link line; the library is compiled once, not once a test
+$(ASAN_BUILD)/unit/obj/%.o: src/%.c $(KVR_LIB_HDRS)
+	@mkdir -p $(ASAN_BUILD)/unit/obj
+	$(CC) $(KVR_CFLAGS) $(ASAN_CC_OPT) -c -o $@ $<
+
+$(ASAN_BUILD)/unit/%: t/unit/%.c $(ASAN_OBJS) $(KVR_LIB_HDRS) t/unit/tap.h
+	$(CC) $(KVR_CFLAGS) $(ASAN_CC_OPT) -It/unit -o $@ $< $(ASAN_OBJS) \
 	    $(KVR_LIBS) $(ASAN_SAN)
 
 module-asan: $(ASAN_SO)
