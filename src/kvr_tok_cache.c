@@ -8,6 +8,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <xxhash.h>
 
 #include "kvr_tok_cache.h"
 
@@ -33,11 +35,12 @@ struct kvr_tok_cache_entry_s {
 
 
 struct kvr_tok_cache_s {
-    kvr_tok_cache_entry_t  **buckets;
-    size_t                   mask;
-    kvr_tok_cache_entry_t   *head;     /* most recently used */
-    kvr_tok_cache_entry_t   *tail;
-    kvr_tokenizer_cache_stats_t  st;
+    kvr_tok_cache_entry_t       **buckets;
+    size_t                        mask;
+    kvr_tok_cache_entry_t        *head;     /* most recently used */
+    kvr_tok_cache_entry_t        *tail;
+    uint64_t                      seed;
+    kvr_tokenizer_cache_stats_t   st;
 };
 
 
@@ -67,6 +70,13 @@ kvr_tok_cache_create(size_t max_bytes)
     c->mask = n - 1;
     c->st.max_bytes = max_bytes;
 
+    /* a secret seed: segments crafted to share a chain are hard to find */
+    if (getrandom(&c->seed, sizeof(c->seed), GRND_NONBLOCK)
+        != (ssize_t) sizeof(c->seed))
+    {
+        c->seed = (uint64_t) (uintptr_t) c;
+    }
+
     return c;
 }
 
@@ -87,6 +97,14 @@ kvr_tok_cache_free(kvr_tok_cache_t *c)
 
     free(c->buckets);
     free(c);
+}
+
+
+uint64_t
+kvr_tok_cache_hash(const kvr_tok_cache_t *c, const uint8_t *key,
+    size_t len)
+{
+    return XXH3_64bits_withSeed(key, len, c->seed);
 }
 
 
@@ -188,7 +206,7 @@ kvr_tok_cache_get(kvr_tok_cache_t *c, const uint8_t *key, size_t len,
 static void
 kvr_tok_cache_evict(kvr_tok_cache_t *c)
 {
-    kvr_tok_cache_entry_t   *e, **pp;
+    kvr_tok_cache_entry_t  *e, **pp;
 
     e = c->tail;
     kvr_tok_cache_unlink(c, e);

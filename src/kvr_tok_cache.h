@@ -28,6 +28,10 @@ typedef struct kvr_tok_cache_s  kvr_tok_cache_t;
 kvr_tok_cache_t *kvr_tok_cache_create(size_t max_bytes);
 void kvr_tok_cache_free(kvr_tok_cache_t *c);
 
+/* the hash get and put take: XXH3-64 with a per-cache random seed */
+uint64_t kvr_tok_cache_hash(const kvr_tok_cache_t *c, const uint8_t *key,
+    size_t len);
+
 /* the memory one entry of len key bytes and n_ids ids is counted as */
 size_t kvr_tok_cache_entry_size(size_t len, size_t n_ids);
 

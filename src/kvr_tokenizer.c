@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
-#include <xxhash.h>
 
 #include "kvr_tokenizer.h"
 #include "kvr_tok_added.h"
@@ -1116,7 +1115,7 @@ kvr_tok_encode_segment(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
         return kvr_tok_encode_gap(tk, s, len, out);
     }
 
-    hash = XXH3_64bits(s, len);
+    hash = kvr_tok_cache_hash(tk->cache, s, len);
     ids = kvr_tok_cache_get(tk->cache, s, len, hash, &n_ids);
 
     if (ids != NULL) {

@@ -102,8 +102,8 @@ fuzz_utf8_valid(const uint8_t *s, size_t len)
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    char        err[256];
-    const char *path;
+    char         err[256];
+    const char  *path;
 
     (void) argc;
     (void) argv;
