@@ -1006,7 +1006,7 @@ kvr_jmethod_call(kvr_jinja_render_t *r, kvr_jmethod_t *m, kvr_jv_t *args,
 
     case M_GET:
         KVR_JNARGS(1, 2);
-        if (args[0].type == KVR_JV_LIST || args[0].type == KVR_JV_DICT) {
+        if (!kvr_jv_hashable(args[0])) {
             kvr_jfail(r, KVR_JINJA_ERROR, "unhashable type");
         }
         found = kvr_jdict_get(s.u.dict, args[0]);

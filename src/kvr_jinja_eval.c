@@ -578,6 +578,15 @@ kvr_jbinop(kvr_jinja_render_t *r, int op, kvr_jv_t a, kvr_jv_t b)
         "", "+", "-", "*", "/", "//", "%", "**"
     };
 
+    /* ranges, generators and views do not add or repeat */
+    if (((a.type == KVR_JV_LIST && (a.flags & KVR_JV_OPAQUE))
+         || (b.type == KVR_JV_LIST && (b.flags & KVR_JV_OPAQUE)))
+        && op != KVR_JOP_CONCAT
+        && !(op == KVR_JOP_MOD && a.type == KVR_JV_STR))
+    {
+        kvr_jfail(r, KVR_JINJA_ERROR, "unsupported operand type(s)");
+    }
+
     if (op == KVR_JOP_CONCAT) {
         sa = kvr_jv_to_string(r, a);
         sb = kvr_jv_to_string(r, b);
@@ -773,7 +782,7 @@ kvr_jcontains(kvr_jinja_render_t *r, kvr_jv_t item, kvr_jv_t seq)
         return 0;
     case KVR_JV_DICT:
     case KVR_JV_NS:
-        if (item.type == KVR_JV_LIST || item.type == KVR_JV_DICT) {
+        if (!kvr_jv_hashable(item)) {
             kvr_jfail(r, KVR_JINJA_ERROR, "unhashable type: '%s'",
                       kvr_jv_type_name(item));
         }
@@ -995,6 +1004,13 @@ kvr_jeval(kvr_jinja_render_t *r, kvr_jscope_t *sc, kvr_jn_t *n)
     case KVR_JN_BINOP:
         a = kvr_jeval(r, sc, n->a);
         b = kvr_jeval(r, sc, n->b);
+        if (n->op == KVR_JOP_POW && n->id
+            && ((a.type == KVR_JV_FLOAT && a.u.f < 0)
+                || (a.type == KVR_JV_INT && a.u.i < 0)))
+        {
+            kvr_jfail(r, KVR_JINJA_UNSUPPORTED, "negative constant base of "
+                      "**");
+        }
         out = kvr_jbinop(r, n->op, a, b);
         break;
 
@@ -1066,9 +1082,7 @@ kvr_jeval(kvr_jinja_render_t *r, kvr_jscope_t *sc, kvr_jn_t *n)
         d = kvr_jdict_new(r, n->nargs / 2);
         for (i = 0; i + 1 < n->nargs; i += 2) {
             a = kvr_jeval(r, sc, n->args[i]);
-            if (a.type == KVR_JV_LIST || a.type == KVR_JV_DICT
-                || a.type == KVR_JV_UNDEF)
-            {
+            if (!kvr_jv_hashable(a) || a.type == KVR_JV_UNDEF) {
                 kvr_jfail(r, KVR_JINJA_ERROR, "unhashable dict key");
             }
             kvr_jdict_set(r, d, a, kvr_jeval(r, sc, n->args[i + 1]));

@@ -263,6 +263,7 @@ int kvr_jv_truthy(kvr_jinja_render_t *r, kvr_jv_t v);
 int kvr_jv_eq(kvr_jv_t a, kvr_jv_t b);
 int kvr_jv_cmp(kvr_jinja_render_t *r, kvr_jv_t a, kvr_jv_t b);
 int kvr_jv_is_str(kvr_jv_t v, const char *s);
+int kvr_jv_hashable(kvr_jv_t v);
 const char *kvr_jv_type_name(kvr_jv_t v);
 
 /* python str(), repr() and transformers' tojson, into a sink */

@@ -1089,15 +1089,42 @@ kvr_jp_binop(kvr_jparser_t *p, int op, kvr_jn_t *a, kvr_jn_t *b)
 }
 
 
+/* an expression jinja's optimizer folds into a constant */
+static int
+kvr_jp_is_const(kvr_jn_t *n)
+{
+    switch (n->kind) {
+    case KVR_JN_CONST:
+        return 1;
+    case KVR_JN_NEG:
+    case KVR_JN_POS:
+    case KVR_JN_NOT:
+        return kvr_jp_is_const(n->a);
+    case KVR_JN_BINOP:
+    case KVR_JN_AND:
+    case KVR_JN_OR:
+        return kvr_jp_is_const(n->a) && kvr_jp_is_const(n->b);
+    default:
+        return 0;
+    }
+}
+
+
 static kvr_jn_t *
 kvr_jp_pow(kvr_jparser_t *p)
 {
-    kvr_jn_t  *n;
+    kvr_jn_t  *n, *right;
 
     n = kvr_jp_unary(p, 1);
     while (kvr_jp_is_op(p, "**")) {
         p->pos++;
-        n = kvr_jp_binop(p, KVR_JOP_POW, n, kvr_jp_unary(p, 1));
+        right = kvr_jp_unary(p, 1);
+        /*
+         * jinja writes a folded negative constant unparenthesized into
+         * python source: "-1 ** x" then computes -(1 ** x); flagged
+         */
+        n = kvr_jp_binop(p, KVR_JOP_POW, n, right);
+        n->id = kvr_jp_is_const(n->a) && !kvr_jp_is_const(right);
     }
 
     return n;

@@ -581,6 +581,34 @@ kvr_jv_cmp(kvr_jinja_render_t *r, kvr_jv_t a, kvr_jv_t b)
 }
 
 
+/* python's hash() accepts it: no lists, dicts or dict views */
+int
+kvr_jv_hashable(kvr_jv_t v)
+{
+    uint32_t  i;
+
+    if (v.type == KVR_JV_DICT) {
+        return 0;
+    }
+
+    if (v.type != KVR_JV_LIST || (v.flags & (KVR_JV_GEN | KVR_JV_NOPRINT))) {
+        return 1;
+    }
+
+    if (!(v.flags & KVR_JV_TUPLE)) {
+        return 0;
+    }
+
+    for (i = 0; i < v.u.list->n; i++) {
+        if (!kvr_jv_hashable(v.u.list->items[i])) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
 int
 kvr_jv_is_str(kvr_jv_t v, const char *s)
 {

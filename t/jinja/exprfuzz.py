@@ -108,7 +108,39 @@ def atom(rng, depth):
     return e
 
 
+TEXT = [" ", "  ", "\t", "\n", "\n\n", " \n ", "a", "b c", "\r\n", "\r",
+        "\u3000", "\u00a0\n", "x\n  "]
+
+
+def ws_tag(rng, body):
+    """a block tag with random whitespace modifiers around body"""
+    left = rng.choice(["", "-", "+"])
+    right = rng.choice(["", "-", "+"])
+    return "{%" + left + " " + body + " " + right + "%}"
+
+
+def ws_piece(rng, depth):
+    r = rng.random()
+    if depth <= 0 or r < 0.35:
+        return rng.choice(TEXT)
+    if r < 0.45:
+        return "{{%s 'v' %s}}" % (rng.choice(["", "-"]), rng.choice(["", "-"]))
+    if r < 0.55:
+        return "{#%s c %s#}" % (rng.choice(["", "-", "+"]),
+                               rng.choice(["", "-", "+"]))
+    if r < 0.65:
+        return ws_tag(rng, "set q = 1")
+    inner = "".join(ws_piece(rng, depth - 1) for _ in range(rng.randint(0, 4)))
+    if r < 0.8:
+        return (ws_tag(rng, "if true") + inner + ws_tag(rng, "else")
+                + rng.choice(TEXT) + ws_tag(rng, "endif"))
+    return (ws_tag(rng, "for i in [1, 2]") + inner
+            + ws_tag(rng, "endfor"))
+
+
 def template(rng):
+    if rng.random() < 0.3:
+        return "".join(ws_piece(rng, 3) for _ in range(rng.randint(1, 6)))
     e = expr(rng, rng.randint(1, 3))
     r = rng.random()
     if r < 0.6:
