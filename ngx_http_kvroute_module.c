@@ -98,7 +98,8 @@ ngx_module_t  ngx_http_kvroute_module = {
 
 /*
  * kvroute [mode=approx|kv|round_robin|random] [zone=name[:size]]
- *         [events_port=[+]N [events_ranks=K] [events_topic=T]]
+ *         [events_port=[+]N [replay_port=[+]N] [events_ranks=K]
+ *          [events_topic=T]]
  *         [block_size=16] [capacity=blocks] [policy=kvroute|dynamo]
  *         [overlap_weight=1.0] [balance_abs=N] [balance_rel=R]
  *         [max_body=size] [text_chunk=bytes]
@@ -317,6 +318,20 @@ ngx_http_kvroute(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             if (ngx_http_kvroute_param_uint(cf, &value[i],
                                             12 + kcf->events_offset, 1, 65535,
                                             &kcf->events_port)
+                != NGX_CONF_OK)
+            {
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "replay_port=", 12) == 0) {
+            kcf->replay_offset = (value[i].len > 12 && value[i].data[12] == '+');
+
+            if (ngx_http_kvroute_param_uint(cf, &value[i],
+                                            12 + kcf->replay_offset, 1, 65535,
+                                            &kcf->replay_port)
                 != NGX_CONF_OK)
             {
                 return NGX_CONF_ERROR;

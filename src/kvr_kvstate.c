@@ -40,11 +40,18 @@ kvr_kvstate_free(kvr_kvstate_t *st)
 
 
 int
+kvr_kvstate_is_gap(const kvr_kvstate_t *st, uint64_t seq)
+{
+    return st->have_seq && seq != st->last_seq + 1;
+}
+
+
+int
 kvr_kvstate_sequence(kvr_kvstate_t *st, kvr_index_t *ix, uint64_t seq)
 {
     int  gap;
 
-    gap = st->have_seq && seq != st->last_seq + 1;
+    gap = kvr_kvstate_is_gap(st, seq);
 
     /* a first batch that is not 0: we joined late, nothing was missed */
 
@@ -66,6 +73,7 @@ kvr_kvstate_reset(kvr_kvstate_t *st, kvr_index_t *ix)
 {
     kvr_index_clear_slot(ix, st->slot);
     kvr_emap_clear(st->handles);
+    st->have_seq = 0;
 }
 
 

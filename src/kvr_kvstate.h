@@ -58,11 +58,14 @@ void kvr_kvstate_free(kvr_kvstate_t *st);
  */
 int kvr_kvstate_sequence(kvr_kvstate_t *st, kvr_index_t *ix, uint64_t seq);
 
+/* whether seq would be a gap or a restart (nothing changes) */
+int kvr_kvstate_is_gap(const kvr_kvstate_t *st, uint64_t seq);
+
 /* one decoded event */
 void kvr_kvstate_apply(kvr_kvstate_t *st, kvr_index_t *ix,
     const kvr_event_t *ev);
 
-/* forgets everything known of the server */
+/* forgets everything known of the server, its sequence too */
 void kvr_kvstate_reset(kvr_kvstate_t *st, kvr_index_t *ix);
 
 

@@ -77,10 +77,13 @@ typedef struct {
     uint64_t                         removed;
     uint64_t                         cleared;
     uint64_t                         gaps;
+    uint64_t                         gaps_seen;   /* kvstate's, copied */
     uint64_t                         orphans;
     uint64_t                         bad_block_size;
     uint64_t                         last_bad_block_size;
     uint64_t                         last_msec;   /* last message, ms */
+    uint64_t                         replays;     /* asked for */
+    uint64_t                         replayed;    /* batches replayed */
 } ngx_http_kvroute_events_stats_t;
 
 
@@ -113,6 +116,8 @@ typedef struct {
     /* mode=kv: each server's events on its host at events_port + rank */
     ngx_uint_t                       events_port;
     ngx_uint_t                       events_offset;  /* port is +N */
+    ngx_uint_t                       replay_port;    /* 0: no replay */
+    ngx_uint_t                       replay_offset;
     ngx_uint_t                       events_ranks;
     ngx_str_t                        events_topic;
     size_t                           max_body;

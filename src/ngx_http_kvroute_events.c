@@ -32,13 +32,23 @@
 #define NGX_HTTP_KVROUTE_EVENTS_FRAMES   4
 
 
+#define NGX_HTTP_KVROUTE_REPLAY_WAIT    3000   /* ms for a replay to end */
+
+
 typedef struct {
     void                           *socket;
+    void                           *replay;     /* DEALER, when configured */
+    void                           *zmq;        /* the context */
     ngx_http_kvroute_srv_conf_t    *conf;
     ngx_int_t                       slot;
     kvr_kvstate_t                   state;
     time_t                          logged;     /* last warning */
+    ngx_msec_t                      replay_until;
+    uint64_t                        skip_until; /* live seqs replay had */
+    unsigned                        replaying:1;
+    unsigned                        skipping:1;
     char                            endpoint[NGX_SOCKADDR_STRLEN + 32];
+    char                            replay_endpoint[NGX_SOCKADDR_STRLEN + 32];
 } ngx_http_kvroute_sub_t;
 
 
@@ -65,6 +75,14 @@ static void ngx_http_kvroute_events_message(ngx_http_kvroute_events_t *ev,
     ngx_uint_t nframes);
 static int ngx_http_kvroute_events_apply(void *data,
     const kvr_event_batch_t *batch, const kvr_event_t *event);
+static void ngx_http_kvroute_events_batch(ngx_http_kvroute_events_t *ev,
+    ngx_http_kvroute_sub_t *sub, uint64_t seq, const uint8_t *payload,
+    size_t len);
+static void ngx_http_kvroute_events_replay(ngx_http_kvroute_sub_t *sub);
+static ngx_uint_t ngx_http_kvroute_events_replayed(
+    ngx_http_kvroute_events_t *ev, ngx_http_kvroute_sub_t *sub);
+static ngx_uint_t ngx_http_kvroute_events_recv(void *socket, zmq_msg_t *msgs,
+    kvr_events_frame_t *frames, ngx_uint_t *n);
 static void ngx_http_kvroute_events_timer(ngx_event_t *ev);
 
 
@@ -273,6 +291,20 @@ ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
                                                        : "tcp://%*s:%ui%Z",
                  len, host, port);
 
+    if (kcf->replay_port) {
+        port = kcf->replay_port + rank;
+
+        if (kcf->replay_offset) {
+            port += ngx_inet_get_port(peer->sockaddr);
+        }
+
+        ngx_snprintf((u_char *) sub->replay_endpoint,
+                     sizeof(sub->replay_endpoint) - 1,
+                     peer->sockaddr->sa_family == AF_INET6
+                     ? "tcp://[%*s]:%ui%Z" : "tcp://%*s:%ui%Z",
+                     len, host, port);
+    }
+
     sub->socket = zmq_socket(ev->zmq, ZMQ_SUB);
     if (sub->socket == NULL) {
         goto failed;
@@ -307,6 +339,7 @@ ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
 
     sub->conf = kcf;
     sub->slot = slot;
+    sub->zmq = ev->zmq;
 
     /* what the index held from a previous helper can't be removed now */
 
@@ -315,6 +348,12 @@ ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
     ngx_shmtx_unlock(&kcf->zone->shpool->mutex);
 
     ev->nsubs++;
+
+    /* the engine's replay buffer rebuilds the index at once */
+
+    if (kcf->replay_port) {
+        ngx_http_kvroute_events_replay(sub);
+    }
 
     return NGX_OK;
 
@@ -341,47 +380,19 @@ static ngx_uint_t
 ngx_http_kvroute_events_drain(ngx_http_kvroute_events_t *ev,
     ngx_http_kvroute_sub_t *sub)
 {
-    int                 more;
-    size_t              more_len;
     ngx_uint_t          k, n, nframes;
     zmq_msg_t           msgs[NGX_HTTP_KVROUTE_EVENTS_FRAMES];
     kvr_events_frame_t  frames[NGX_HTTP_KVROUTE_EVENTS_FRAMES];
 
+    /* during a replay the live stream waits in its socket */
+
+    if (sub->replaying) {
+        return ngx_http_kvroute_events_replayed(ev, sub);
+    }
+
     for (k = 0; k < NGX_HTTP_KVROUTE_EVENTS_BUDGET; k++) {
 
-        nframes = 0;
-        n = 0;
-
-        for ( ;; ) {
-            zmq_msg_init(&msgs[n]);
-
-            if (zmq_msg_recv(&msgs[n], sub->socket, ZMQ_DONTWAIT) < 0) {
-                zmq_msg_close(&msgs[n]);
-                break;
-            }
-
-            nframes++;
-
-            more = 0;
-            more_len = sizeof(int);
-            (void) zmq_getsockopt(sub->socket, ZMQ_RCVMORE, &more,
-                                  &more_len);
-
-            /* keep the first frames; the rest only count */
-
-            if (n < NGX_HTTP_KVROUTE_EVENTS_FRAMES) {
-                frames[n].data = zmq_msg_data(&msgs[n]);
-                frames[n].len = zmq_msg_size(&msgs[n]);
-                n++;
-
-            } else {
-                zmq_msg_close(&msgs[n]);
-            }
-
-            if (!more) {
-                break;
-            }
-        }
+        nframes = ngx_http_kvroute_events_recv(sub->socket, msgs, frames, &n);
 
         if (nframes == 0) {
             return 0;
@@ -393,6 +404,177 @@ ngx_http_kvroute_events_drain(ngx_http_kvroute_events_t *ev,
         while (n) {
             zmq_msg_close(&msgs[--n]);
         }
+
+        if (sub->replaying) {
+            return 1;
+        }
+    }
+
+    return 1;
+}
+
+
+/*
+ * One multipart message: the number of frames received (0: none waiting);
+ * the first NGX_HTTP_KVROUTE_EVENTS_FRAMES are kept in msgs and frames,
+ * their count in *n.
+ */
+
+static ngx_uint_t
+ngx_http_kvroute_events_recv(void *socket, zmq_msg_t *msgs,
+    kvr_events_frame_t *frames, ngx_uint_t *n)
+{
+    int         more;
+    size_t      more_len;
+    ngx_uint_t  nframes;
+
+    nframes = 0;
+    *n = 0;
+
+    for ( ;; ) {
+        zmq_msg_init(&msgs[*n]);
+
+        if (zmq_msg_recv(&msgs[*n], socket, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&msgs[*n]);
+            break;
+        }
+
+        nframes++;
+
+        more = 0;
+        more_len = sizeof(int);
+        (void) zmq_getsockopt(socket, ZMQ_RCVMORE, &more, &more_len);
+
+        if (*n < NGX_HTTP_KVROUTE_EVENTS_FRAMES) {
+            frames[*n].data = zmq_msg_data(&msgs[*n]);
+            frames[*n].len = zmq_msg_size(&msgs[*n]);
+            (*n)++;
+
+        } else {
+            zmq_msg_close(&msgs[*n]);
+        }
+
+        if (!more) {
+            break;
+        }
+    }
+
+    return nframes;
+}
+
+
+/*
+ * Asks the engine's replay socket (DEALER, never REQ: the replies are
+ * many) for every batch it still holds, after dropping what the index held
+ * for the server.
+ */
+
+static void
+ngx_http_kvroute_events_replay(ngx_http_kvroute_sub_t *sub)
+{
+    int                       linger;
+    u_char                    seq[8];
+    ngx_http_kvroute_zone_t  *zone;
+
+    zone = sub->conf->zone;
+
+    if (sub->replay == NULL) {
+        linger = 0;
+
+        sub->replay = zmq_socket(sub->zmq, ZMQ_DEALER);
+
+        if (sub->replay == NULL
+            || zmq_setsockopt(sub->replay, ZMQ_LINGER, &linger, sizeof(int))
+               != 0
+            || zmq_connect(sub->replay, sub->replay_endpoint) != 0)
+        {
+            ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                          "kvroute: cannot ask \"%s\" for a replay: %s",
+                          sub->replay_endpoint, zmq_strerror(zmq_errno()));
+
+            if (sub->replay) {
+                zmq_close(sub->replay);
+                sub->replay = NULL;
+            }
+
+            return;
+        }
+    }
+
+    ngx_shmtx_lock(&zone->shpool->mutex);
+    kvr_kvstate_reset(&sub->state, zone->sh->index);
+    ngx_shmtx_unlock(&zone->shpool->mutex);
+
+    ngx_memzero(seq, sizeof(seq));
+
+    /* DEALER: an empty delimiter frame, then the start sequence */
+
+    if (zmq_send(sub->replay, "", 0, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0
+        || zmq_send(sub->replay, seq, sizeof(seq), ZMQ_DONTWAIT) < 0)
+    {
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      "kvroute: replay request to \"%s\" not sent: %s",
+                      sub->replay_endpoint, zmq_strerror(zmq_errno()));
+        return;
+    }
+
+    zone->sh->events[sub->slot].replays++;
+    sub->replaying = 1;
+    sub->replay_until = ngx_current_msec + NGX_HTTP_KVROUTE_REPLAY_WAIT;
+}
+
+
+/* replies to a replay; returns 1 while it goes on */
+
+static ngx_uint_t
+ngx_http_kvroute_events_replayed(ngx_http_kvroute_events_t *ev,
+    ngx_http_kvroute_sub_t *sub)
+{
+    ngx_uint_t           k, n, nframes;
+    zmq_msg_t            msgs[NGX_HTTP_KVROUTE_EVENTS_FRAMES];
+    kvr_events_replay_t  reply;
+    kvr_events_frame_t   frames[NGX_HTTP_KVROUTE_EVENTS_FRAMES];
+
+    for (k = 0; k < NGX_HTTP_KVROUTE_EVENTS_BUDGET; k++) {
+
+        nframes = ngx_http_kvroute_events_recv(sub->replay, msgs, frames, &n);
+
+        if (nframes == 0) {
+            break;
+        }
+
+        if (kvr_events_replay_frame(frames, n, &reply) != KVR_EVENTS_OK) {
+            sub->conf->zone->sh->events[sub->slot].dropped++;
+
+        } else if (reply.end) {
+            sub->replaying = 0;
+
+            /* live messages the replay already had are skipped */
+            sub->skipping = sub->state.have_seq;
+            sub->skip_until = sub->state.last_seq;
+
+        } else {
+            sub->conf->zone->sh->events[sub->slot].replayed++;
+            ngx_http_kvroute_events_batch(ev, sub, reply.msg.seq,
+                                          reply.msg.payload,
+                                          reply.msg.payload_len);
+        }
+
+        while (n) {
+            zmq_msg_close(&msgs[--n]);
+        }
+
+        if (!sub->replaying) {
+            return 1;
+        }
+    }
+
+    if ((ngx_msec_int_t) (ngx_current_msec - sub->replay_until) > 0) {
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      "kvroute: replay from \"%s\" did not end in time, "
+                      "following the live stream", sub->replay_endpoint);
+        sub->replaying = 0;
+        sub->skipping = 0;
     }
 
     return 1;
@@ -404,7 +586,6 @@ ngx_http_kvroute_events_message(ngx_http_kvroute_events_t *ev,
     ngx_http_kvroute_sub_t *sub, kvr_events_frame_t *frames,
     ngx_uint_t nframes)
 {
-    kvr_event_batch_t                 batch;
     kvr_events_status_e               rc;
     kvr_events_message_t              msg;
     ngx_http_kvroute_zone_t          *zone;
@@ -418,16 +599,63 @@ ngx_http_kvroute_events_message(ngx_http_kvroute_events_t *ev,
 
     rc = kvr_events_frame(frames, nframes, &msg);
 
-    if (rc == KVR_EVENTS_OK) {
-        ngx_shmtx_lock(&zone->shpool->mutex);
+    if (rc != KVR_EVENTS_OK) {
+        stats->dropped++;
 
-        kvr_kvstate_sequence(&sub->state, zone->sh->index, msg.seq);
+        if (ngx_time() - sub->logged >= 60) {
+            sub->logged = ngx_time();
+            ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                          "kvroute: dropped a message from \"%s\": %s",
+                          sub->endpoint, kvr_events_status_name(rc));
+        }
 
-        rc = kvr_events_decode(ev->decoder, msg.payload, msg.payload_len,
-                               &batch, ngx_http_kvroute_events_apply, sub);
-
-        ngx_shmtx_unlock(&zone->shpool->mutex);
+        return;
     }
+
+    if (sub->skipping) {
+        if (msg.seq <= sub->skip_until) {
+            return;
+        }
+
+        sub->skipping = 0;
+    }
+
+    /* a gap: with a replay socket, ask for what was missed */
+
+    if (sub->replay_endpoint[0]
+        && kvr_kvstate_is_gap(&sub->state, msg.seq))
+    {
+        stats->gaps++;
+        ngx_http_kvroute_events_replay(sub);
+        return;
+    }
+
+    ngx_http_kvroute_events_batch(ev, sub, msg.seq, msg.payload,
+                                  msg.payload_len);
+}
+
+
+static void
+ngx_http_kvroute_events_batch(ngx_http_kvroute_events_t *ev,
+    ngx_http_kvroute_sub_t *sub, uint64_t seq, const uint8_t *payload,
+    size_t len)
+{
+    kvr_event_batch_t                 batch;
+    kvr_events_status_e               rc;
+    ngx_http_kvroute_zone_t          *zone;
+    ngx_http_kvroute_events_stats_t  *stats;
+
+    zone = sub->conf->zone;
+    stats = &zone->sh->events[sub->slot];
+
+    ngx_shmtx_lock(&zone->shpool->mutex);
+
+    kvr_kvstate_sequence(&sub->state, zone->sh->index, seq);
+
+    rc = kvr_events_decode(ev->decoder, payload, len, &batch,
+                           ngx_http_kvroute_events_apply, sub);
+
+    ngx_shmtx_unlock(&zone->shpool->mutex);
 
     if (rc != KVR_EVENTS_OK) {
         stats->dropped++;
@@ -446,7 +674,8 @@ ngx_http_kvroute_events_message(ngx_http_kvroute_events_t *ev,
     stats->stored = sub->state.stats.stored;
     stats->removed = sub->state.stats.removed;
     stats->cleared = sub->state.stats.cleared;
-    stats->gaps = sub->state.stats.gaps;
+    stats->gaps += sub->state.stats.gaps - stats->gaps_seen;
+    stats->gaps_seen = sub->state.stats.gaps;
     stats->orphans = sub->state.stats.orphans;
 
     if (sub->state.stats.bad_block_size != stats->bad_block_size) {

@@ -201,6 +201,10 @@ ngx_http_kvroute_status_upstream(u_char *p,
                                            ev->cleared);
                 NGX_HTTP_KVROUTE_PEER_LINE("kvroute_events_gaps_total",
                                            ev->gaps);
+                NGX_HTTP_KVROUTE_PEER_LINE("kvroute_events_replays_total",
+                                           ev->replays);
+                NGX_HTTP_KVROUTE_PEER_LINE(
+                    "kvroute_events_replayed_batches_total", ev->replayed);
                 NGX_HTTP_KVROUTE_PEER_LINE("kvroute_events_orphans_total",
                                            ev->orphans);
                 NGX_HTTP_KVROUTE_PEER_LINE(

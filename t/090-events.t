@@ -28,7 +28,8 @@ if ($Emulator == 0) {
     open STDERR, '>&', \*STDOUT or die;
     exec('node', 'bench/emulator/main.js', '--engines', 2,
          '--base-port', $ENV{TEST_NGINX_E1}, '--kv-events', 'zmq',
-         '--events-base-port', $events_base, '--replay-base-port', 0,
+         '--events-base-port', $events_base,
+         '--replay-base-port', $port + 231,
          '--time-scale', 20) or POSIX::_exit(127);
 }
 
@@ -60,6 +61,14 @@ our $Prompt = JSON::PP->new->encode({ model => 'm', max_tokens => 2,
 our $HttpConfig = <<'_EOC_';
 upstream llm {
     kvroute mode=kv events_port=+100 zone=kv_events:8m;
+    server 127.0.0.1:$TEST_NGINX_E1;
+    server 127.0.0.1:$TEST_NGINX_E2;
+}
+_EOC_
+
+our $ReplayConfig = <<'_EOC_';
+upstream llm {
+    kvroute mode=kv events_port=+100 replay_port=+200 zone=kv_events:8m;
     server 127.0.0.1:$TEST_NGINX_E1;
     server 127.0.0.1:$TEST_NGINX_E2;
 }
@@ -171,5 +180,45 @@ Content-Type: application/json
   qr/cache manager process \d+ exited on signal 9/,
   qr/cache manager process \d+ exited on signal 9/,
   qr/cache manager process \d+ exited on signal 9/ ]
+--- no_error_log
+[error]
+
+
+
+=== TEST 5: with a replay socket configured, store a prefix on engine 2
+--- main_config eval: $::MainConfig
+--- http_config eval: $::ReplayConfig
+--- config eval: $::Config
+--- more_headers
+Content-Type: application/json
+--- request eval
+[ "POST /direct2/v1/completions\n" . JSON::PP->new->encode({ model => 'm', max_tokens => 2, prompt => [ 9000 .. 9099 ] }),
+  "GET /wait" ]
+--- response_body_like eval
+[ qr/engine-1/, qr/ok/ ]
+--- no_error_log
+[error]
+
+
+
+=== TEST 6: a helper killed with SIGKILL rebuilds the index from the replay
+--- main_config eval: $::MainConfig
+--- http_config eval: $::ReplayConfig
+--- config eval: $::Config
+--- init
+main::kill_helper();
+--- more_headers
+Content-Type: application/json
+--- request eval
+[ "GET /wait",
+  "POST /v1/completions\n" . JSON::PP->new->encode({ model => 'm', max_tokens => 2, prompt => [ 9000 .. 9099 ] }),
+  "GET /kvroute_status" ]
+--- response_headers_like eval
+[ "", "X-Kvroute: overlap 6/6", "" ]
+--- response_body_like eval
+[ qr/ok/, qr/engine-1/,
+  qr/kvroute_events_replays_total\{upstream="llm",server="127.0.0.1:\d+"\} [1-9]/ ]
+--- error_log eval
+[ qr/exited on signal 9/, qr/exited on signal 9/, qr/exited on signal 9/ ]
 --- no_error_log
 [error]
