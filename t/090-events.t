@@ -5,14 +5,12 @@
 use lib 't/lib';
 use Test::Nginx::Socket;
 use JSON::PP ();
-use POSIX ();
+use Kvroute::Emulator;
 
 my $port = $ENV{TEST_NGINX_PORT} || 1984;
 $ENV{TEST_NGINX_E1} = $port + 31;
 $ENV{TEST_NGINX_E2} = $port + 32;
 my $events_base = $port + 131;
-
-our $Emulator;
 
 BEGIN { $ENV{TEST_NGINX_USE_HUP} = 1 }
 
@@ -21,24 +19,11 @@ if (! -d 'bench/node_modules/zeromq') {
 }
 
 # two emulated engines publishing KV events 100 ports above their HTTP
-my $log = "t/emulator-events.log";
-$Emulator = fork();
-if ($Emulator == 0) {
-    open STDOUT, '>', $log or die;
-    open STDERR, '>&', \*STDOUT or die;
-    exec('node', 'bench/emulator/main.js', '--engines', 2,
-         '--base-port', $ENV{TEST_NGINX_E1}, '--kv-events', 'zmq',
-         '--events-base-port', $events_base,
-         '--replay-base-port', $port + 231,
-         '--time-scale', 20) or POSIX::_exit(127);
-}
-
-for (1 .. 200) {
-    last if -f $log && `cat $log` =~ /^ready/m;
-    select(undef, undef, undef, 0.1);
-}
-
-END { kill 'TERM', $Emulator if $Emulator }
+# ports, replay sockets 200 above
+start_emulator(base_port => $ENV{TEST_NGINX_E1}, log => 't/emulator-events.log',
+               args => [ '--kv-events', 'zmq',
+                         '--events-base-port', $events_base,
+                         '--replay-base-port', $port + 231 ]);
 
 # the events helper is nginx's cache manager process: a child of the master
 sub kill_helper {
