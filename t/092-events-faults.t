@@ -1,0 +1,135 @@
+# mode=kv against a scripted publisher: malformed messages are dropped and
+# counted, valid ones around them still apply; a sequence gap drops what
+# the index held for the server, which then rebuilds from new events.
+
+use lib 't/lib';
+use Test::Nginx::Socket;
+use JSON::PP ();
+use POSIX ();
+
+my $port = $ENV{TEST_NGINX_PORT} || 1984;
+$ENV{TEST_NGINX_B1} = $port + 51;
+my $events = "tcp://127.0.0.1:" . ($port + 151);
+
+if (! -d 'bench/node_modules/zeromq') {
+    plan skip_all => 'bench/node_modules missing (make bench-deps)';
+}
+
+our @Publishers;
+END { kill 'TERM', @Publishers if @Publishers }
+
+sub store {
+    my ($seq, $hash, $parent, $first) = @_;
+    return { frames => [ { text => '' }, { seq => $seq },
+        { msgpack => [ 1.5, [ [ 'BlockStored', [ { u64 => $hash } ],
+                                defined $parent ? { u64 => $parent } : undef,
+                                [ $first .. $first + 15 ], 16, undef ] ] ] } ] };
+}
+
+# sends the messages once kvroute's helper has had time to subscribe
+sub publish {
+    my @messages = @_;
+
+    # one publisher at a time on the port
+    kill 'TERM', @Publishers;
+    waitpid($_, 0) for @Publishers;
+    @Publishers = ();
+
+    my $file = "t/publisher-$$.json";
+    open my $fh, '>', $file or die;
+    print $fh JSON::PP->new->encode(\@messages);
+    close $fh;
+    my $pid = fork();
+    if ($pid == 0) {
+        open STDOUT, '>', '/dev/null';
+        exec('node', 't/lib/kv_publisher.js', $events, $file, 1000)
+            or POSIX::_exit(127);
+    }
+    push @Publishers, $pid;
+}
+
+sub prompt {
+    my ($first, $n) = @_;
+    return "POST /v1/completions\n" . JSON::PP->new->encode(
+        { model => 'm', prompt => [ $first .. $first + $n - 1 ] });
+}
+
+our $HttpConfig = <<'_EOC_';
+upstream llm {
+    kvroute mode=kv events_port=+100 zone=kv_faults:4m;
+    server 127.0.0.1:$TEST_NGINX_B1;
+}
+server { listen 127.0.0.1:$TEST_NGINX_B1; location / { return 200 "ok\n"; } }
+_EOC_
+
+our $Config = <<'_EOC_';
+location /v1/ {
+    proxy_pass http://llm;
+    add_header X-Kvroute "$kvroute_reason $kvroute_overlap/$kvroute_blocks";
+}
+location = /kvroute_status { kvroute_status; }
+location = /wait { echo_sleep 2; echo ok; }
+_EOC_
+
+master_on();
+workers(2);
+repeat_each(1);
+plan 'no_plan';
+no_shuffle();
+run_tests();
+
+__DATA__
+
+=== TEST 1: malformed messages are dropped and counted, the valid ones apply
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+--- http_config eval: $::HttpConfig
+--- config eval: $::Config
+--- init
+main::publish(
+    { frames => [ { text => '' }, { seq => 0 } ] },
+    { frames => [ { text => '' }, { hex => '00000000000000' },
+                  { msgpack => [ 1, [] ] } ] },
+    { frames => [ { text => '' }, { seq => 0 }, { hex => 'c1c1c1' } ] },
+    { frames => [ { text => '' }, { seq => 0 }, { msgpack => { x => 1 } } ] },
+    main::store(0, 11, undef, 3000),
+    main::store(1, 12, 11, 3016));
+--- more_headers
+Content-Type: application/json
+--- request eval
+[ "GET /wait", main::prompt(3000, 32), "GET /kvroute_status" ]
+--- response_headers_like eval
+[ "", "X-Kvroute: overlap 2/2", "" ]
+--- response_body_like eval
+[ qr/ok/, qr/ok/,
+  qr/kvroute_events_dropped_total\{[^}]*\} 4\n(?:.*\n)*kvroute_events_stored_blocks_total\{[^}]*\} 2\n/ ]
+--- no_error_log
+[error]
+[alert]
+
+
+
+=== TEST 2: a gap drops what the index held; later events rebuild it
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+--- http_config eval: $::HttpConfig
+--- config eval: $::Config
+--- init
+main::publish(
+    main::store(0, 11, undef, 3000),
+    main::store(1, 12, 11, 3016),
+    main::store(5, 21, undef, 4000));
+--- more_headers
+Content-Type: application/json
+--- request eval
+[ "GET /wait", main::prompt(3000, 32), main::prompt(4000, 16),
+  "GET /kvroute_status" ]
+--- response_headers_like eval
+[ "", "X-Kvroute: home 0/2", "X-Kvroute: overlap 1/1", "" ]
+--- response_body_like eval
+[ qr/ok/, qr/ok/, qr/ok/, qr/kvroute_events_gaps_total\{[^}]*\} 1\n/ ]
+--- no_error_log
+[error]
+[alert]
