@@ -35,3 +35,15 @@ bench-chat: $(CHAT_BENCH) tokenizer-npm
 	$(CHAT_BENCH) $(QWEN3_DIR)/tokenizer.json $(QWEN3_DIR)/tokenizer_config.json
 
 .PHONY: bench-chat
+
+# the events helper's work per block: decode, re-key, map, index
+INGEST_BENCH := $(BUILD)/ingest_bench
+
+$(INGEST_BENCH): bench/micro/ingest_bench.c $(KVR_LIB_SRCS) $(KVR_LIB_HDRS)
+	@mkdir -p $(BUILD)
+	$(CC) -O2 -g -std=gnu99 -I$(TOP)/src -o $@ $< $(KVR_LIB_SRCS) $(KVR_LIBS)
+
+bench-ingest: $(INGEST_BENCH)
+	$(INGEST_BENCH)
+
+.PHONY: bench-ingest
