@@ -6,9 +6,10 @@
  * jansson, PCRE2, utf8proc, no nginx types.
  *
  * Load once (e.g. in the nginx master); after that the tokenizer is only
- * read, except for a per-process scratch area and word cache, which fork's
- * copy-on-write makes private.  One tokenizer must not be used by two
- * threads at a time.
+ * read, except for a per-process scratch area, the word cache and the
+ * segment cache (whole gaps between added tokens, 4 MB by default), which
+ * fork's copy-on-write makes private.  One tokenizer must not be used by
+ * two threads at a time.
  */
 
 #ifndef _KVR_TOKENIZER_H_INCLUDED_
