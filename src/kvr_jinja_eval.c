@@ -487,6 +487,9 @@ kvr_jiter(kvr_jinja_render_t *r, kvr_jv_t v)
         }
         return l;
 
+    case KVR_JV_LOOP:
+        kvr_jfail(r, KVR_JINJA_UNSUPPORTED, "iterating a loop object");
+
     default:
         kvr_jfail(r, KVR_JINJA_ERROR, "'%s' object is not iterable",
                   kvr_jv_type_name(v));
@@ -879,6 +882,26 @@ kvr_jcall_macro(kvr_jinja_render_t *r, kvr_jmacro_t *m, kvr_jv_t *args,
 
     sc = kvr_jscope_new(r, m->scope);
 
+    /*
+     * the arguments given first, the others undefined, then the defaults
+     * in order: a default sees the parameters as jinja's frame does
+     */
+    for (i = 0; i < def->nargs; i++) {
+        param = def->args[i];
+        v = kvr_jv_undef_named(param->name, param->name_len);
+        if (i < nargs) {
+            v = args[i];
+        }
+        for (k = 0; k < nkw; k++) {
+            if (kwl[k] == param->name_len
+                && memcmp(kwn[k], param->name, kwl[k]) == 0)
+            {
+                v = kwv[k];
+            }
+        }
+        kvr_jscope_set(r, sc, param->name, param->name_len, v);
+    }
+
     for (i = 0; i < def->nargs; i++) {
         param = def->args[i];
         set = 0;
@@ -1163,7 +1186,7 @@ static int
 kvr_jexec_for(kvr_jinja_render_t *r, kvr_jscope_t *sc, kvr_jn_t *n)
 {
     uint32_t       i;
-    int            rc;
+    int            rc, completed;
     kvr_jlist_t   *items, *kept;
     kvr_jloop_t   *lp;
     kvr_jscope_t  *body;
@@ -1191,6 +1214,12 @@ kvr_jexec_for(kvr_jinja_render_t *r, kvr_jscope_t *sc, kvr_jn_t *n)
     lv.type = KVR_JV_LOOP;
     lv.u.loop = lp;
 
+    /*
+     * jinja sets its "iterated" flag at the end of the body: the else
+     * block runs unless one iteration got there (no break or continue)
+     */
+    completed = 0;
+
     for (i = 0; i < items->n; i++) {
         kvr_jstep(r, 1);
         lp->index0 = i;
@@ -1202,9 +1231,12 @@ kvr_jexec_for(kvr_jinja_render_t *r, kvr_jscope_t *sc, kvr_jn_t *n)
         if (rc == KVR_JEXEC_BREAK) {
             break;
         }
+        if (rc == KVR_JEXEC_NORMAL) {
+            completed = 1;
+        }
     }
 
-    if (items->n == 0 && n->nargs) {
+    if (!completed && n->nargs) {
         return kvr_jexec(r, sc, n->args[0]);
     }
 

@@ -138,7 +138,34 @@ def ws_piece(rng, depth):
             + ws_tag(rng, "endfor"))
 
 
+STATEMENTS = [
+    "{% set ns = namespace(a=0, l=[]) %}{% for x in E %}{% set ns.a = ns.a"
+    " + 1 %}{% set ns.l = ns.l + [x] %}{% endfor %}{{ ns.a }}{{ ns.l }}",
+    "{% set v = 1 %}{% for x in E %}{{ v }}{% set v = x %}{{ v }}"
+    "{% endfor %}{{ v }}",
+    "{% for x in E %}{% for y in E %}{{ loop.index }}{{ loop.first }}"
+    "{{ loop.last }}{% if loop.previtem is defined %}p{{ loop.previtem }}"
+    "{% endif %}{% endfor %}|{{ loop.revindex }}{{ loop.cycle(1, 2) }}"
+    "{% endfor %}",
+    "{% for x in E %}{% if x is string %}{% continue %}{% endif %}{{ x }}"
+    "{% if loop.index > 2 %}{% break %}{% endif %}{% else %}none"
+    "{% endfor %}",
+    "{% macro mm(a, b=E) %}<{{ a }}|{{ b }}>{% endmacro %}{{ mm(E) }}"
+    "{{ mm(1, b=E) }}{{ mm(E)|length }}",
+    "{% set a, b = E %}{{ a }}/{{ b }}",
+    "{% set blk %}{% for x in E %}{{ x }},{% endfor %}{% endset %}"
+    "{{ blk|trim(',') }}{{ blk|length }}",
+    "{% for k, v in E|items %}{{ k }}={{ v }};{% endfor %}",
+    "{% for x in E if x %}{{ loop.length }}{{ x }}{% endfor %}",
+]
+
+
 def template(rng):
+    if rng.random() < 0.15:
+        stmt = rng.choice(STATEMENTS)
+        while "E" in stmt:
+            stmt = stmt.replace("E", atom(rng, rng.randint(0, 2)), 1)
+        return stmt
     if rng.random() < 0.3:
         return "".join(ws_piece(rng, 3) for _ in range(rng.randint(1, 6)))
     e = expr(rng, rng.randint(1, 3))
