@@ -177,6 +177,19 @@ static const render_case_t  cases[] = {
       OK },
     { "{% generation %}g{% endgeneration %}", "{}", "g", OK },
 
+    /* jinja2's own rules where they differ from plain python */
+    { "{% for x in [1, 2] %}{{ x }}{% break %}{% else %}E{% endfor %}", "{}",
+      "1E", OK },
+    { "{% for x in 'ab' %}{% continue %}{% else %}E{% endfor %}", "{}", "E",
+      OK },
+    { "{{ 'y' if [1]|select('none') else 'n' }}", "{}", "y", OK },
+    { "{{ nope is callable }} {{ (1, 2) in {'a': 1} }}", "{}", "True False",
+      OK },
+    { "{% macro f(a, b=a) %}{{ b }}{% endmacro %}{{ f(3) }}", "{}", "3", OK },
+    { "{{ -1 ** n }}", "{\"n\": 0}", NULL, UNSUP },
+    { "{{ x[1:] }}", "{\"x\": 5}", NULL, UNSUP },
+    { "{{ x|indent }}", "{\"x\": [1]}", NULL, ERROR },
+
     /* render errors: python raises, the render fails */
     { "{{ 'a' + x }}", "{}", NULL, ERROR },
     { "{{ x.y }}", "{}", NULL, ERROR },
