@@ -14,6 +14,44 @@
  *   rc = kvr_jinja_render(tpl, r, out, max_out, &out_len);
  *   kvr_jinja_render_destroy(r);
  *
+ * The subset:
+ *   statements  if/elif/else, for (tuple targets, "if" filter, else,
+ *               loop.index/index0/revindex/revindex0/first/last/length/
+ *               previtem/nextitem/cycle), set (names, tuples, ns.attr,
+ *               block set), macro (positional and keyword arguments,
+ *               defaults), break, continue, generation (a no-op);
+ *   expressions literals (str with python escapes, int, float, list,
+ *               tuple, dict, true/false/none), + - * / // % ** ~, chained
+ *               comparisons, in / not in, and/or/not, x if c else y,
+ *               attributes and subscripts as the sandbox resolves them,
+ *               slices with steps, calls;
+ *   filters     abs capitalize count d default dictsort first float
+ *               indent int items join last length list lower map reject
+ *               rejectattr replace reverse select selectattr sort string
+ *               sum title tojson (transformers': ensure_ascii=False,
+ *               indent, separators, sort_keys) trim upper;
+ *   tests       defined undefined none boolean false true integer float
+ *               number string mapping iterable sequence callable sameas in
+ *               eq/equalto/== ne/!= lt/</lessthan le/<= gt/>/greaterthan
+ *               ge/>= odd even divisibleby lower upper;
+ *   globals     range namespace dict raise_exception strftime_now;
+ *   methods     str: startswith endswith strip lstrip rstrip split rsplit
+ *               replace upper lower title capitalize find rfind count
+ *               join isdigit isspace isalpha isalnum removeprefix
+ *               removesuffix splitlines; dict: items keys values get;
+ *               list/tuple: count index.
+ * Refused when compiling: other tags (include, import, extends, block,
+ * raw, with, filter, call, do, autoescape), other filters and tests
+ * (escape and safe among them: Markup semantics), recursive loops,
+ * star arguments, names starting with "_", caller/varargs/kwargs.
+ * Refused when rendering (KVR_JINJA_UNSUPPORTED): case mapping and
+ * character classes of non-ASCII letters, repr() of code points whose
+ * printability is not known, printing generators, ranges or dict views,
+ * str.format and "%" formatting, integers beyond 64 bits, float powers,
+ * and a few places where Jinja2's optimizer or lazy generators make the
+ * outcome depend on more than the value (slices of non-sequences, errors
+ * inside map/select/items, "-1 ** x").
+ *
  * A template using a construct outside the subset is refused by the
  * compiler with a message.  What can only be seen while rendering (an
  * unsupported method, a python error such as 'str' + undefined,

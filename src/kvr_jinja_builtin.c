@@ -1095,8 +1095,9 @@ kvr_jtest_apply(kvr_jinja_render_t *r, int id, kvr_jv_t v, kvr_jv_t *args,
                || v.type == KVR_JV_DICT;
     case T_CALLABLE:
         /* jinja's Undefined has __call__ */
-        return v.type == KVR_JV_UNDEF || v.type == KVR_JV_FUNC || v.type == KVR_JV_METHOD
-               || v.type == KVR_JV_MACRO || v.type == KVR_JV_LOOP;
+        return v.type == KVR_JV_UNDEF || v.type == KVR_JV_FUNC
+               || v.type == KVR_JV_METHOD || v.type == KVR_JV_MACRO
+               || v.type == KVR_JV_LOOP;
     default:
         break;
     }
