@@ -147,6 +147,14 @@ kvr_chat_config_parse(const char *json, size_t len,
         goto failed;
     }
 
+    /* vLLM would pass contents as lists of parts: not reproduced */
+    if (kvr_jinja_loops_over(cfg->tpl, "content")) {
+        snprintf(err, errlen, "the chat template loops over message "
+                 "contents (vLLM's \"openai\" content format), which is "
+                 "not supported");
+        goto failed;
+    }
+
     for (i = 0; kvr_chat_token_names[i]; i++) {
         text = kvr_chat_token_text(json_object_get(root,
                                    kvr_chat_token_names[i]), &tlen);

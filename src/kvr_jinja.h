@@ -104,6 +104,13 @@ kvr_jinja_tpl_t *kvr_jinja_compile(const char *src, size_t len, char *err,
 
 void kvr_jinja_free(kvr_jinja_tpl_t *tpl);
 
+/*
+ * Whether a for loop of the template iterates over an expression reading
+ * attribute or item name (e.g. "content": vLLM then passes message
+ * contents as lists of parts, its "openai" content format).
+ */
+int kvr_jinja_loops_over(const kvr_jinja_tpl_t *tpl, const char *name);
+
 
 /* a render context: an arena holding the variables and all the values */
 kvr_jinja_render_t *kvr_jinja_render_create(const kvr_jinja_limits_t *lim);

@@ -1820,3 +1820,90 @@ kvr_jinja_free(kvr_jinja_tpl_t *tpl)
     kvr_jarena_free(&tpl->arena);
     free(tpl);
 }
+
+
+/* whether expression n reads attribute or item "name" of something */
+static int
+kvr_jn_reads(kvr_jn_t *n, const char *name, size_t len, int depth)
+{
+    uint32_t  i;
+
+    if (n == NULL || depth > 200) {
+        return 0;
+    }
+
+    if ((n->kind == KVR_JN_GETATTR && n->name_len == len
+         && memcmp(n->name, name, len) == 0)
+        || (n->kind == KVR_JN_GETITEM && n->b->kind == KVR_JN_CONST
+            && n->b->cval.type == KVR_JV_STR && n->b->cval.len == len
+            && memcmp(n->b->cval.u.s, name, len) == 0))
+    {
+        return 1;
+    }
+
+    if (kvr_jn_reads(n->a, name, len, depth + 1)
+        || kvr_jn_reads(n->b, name, len, depth + 1)
+        || kvr_jn_reads(n->c, name, len, depth + 1))
+    {
+        return 1;
+    }
+
+    for (i = 0; i < n->nargs; i++) {
+        if (kvr_jn_reads(n->args[i], name, len, depth + 1)) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+static int
+kvr_jn_loops_over(kvr_jn_t *n, const char *name, size_t len, int depth)
+{
+    uint32_t  i;
+
+    for ( ; n && depth < 200; n = n->next) {
+        switch (n->kind) {
+        case KVR_JN_FOR:
+            if (kvr_jn_reads(n->a, name, len, 0)
+                || kvr_jn_loops_over(n->b, name, len, depth + 1))
+            {
+                return 1;
+            }
+            for (i = 0; i < n->nargs; i++) {
+                if (kvr_jn_loops_over(n->args[i], name, len, depth + 1)) {
+                    return 1;
+                }
+            }
+            break;
+        case KVR_JN_IF:
+            if (kvr_jn_loops_over(n->b, name, len, depth + 1)
+                || (n->c && kvr_jn_loops_over(n->c->kind == KVR_JN_BLOCK
+                                              ? n->c->b : n->c,
+                                              name, len, depth + 1)))
+            {
+                return 1;
+            }
+            break;
+        case KVR_JN_SETBLOCK:
+        case KVR_JN_MACRO:
+        case KVR_JN_BLOCK:
+            if (kvr_jn_loops_over(n->b, name, len, depth + 1)) {
+                return 1;
+            }
+            break;
+        default:
+            break;
+        }
+    }
+
+    return 0;
+}
+
+
+int
+kvr_jinja_loops_over(const kvr_jinja_tpl_t *tpl, const char *name)
+{
+    return kvr_jn_loops_over(tpl->body, name, strlen(name), 0);
+}

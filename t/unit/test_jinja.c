@@ -421,6 +421,31 @@ test_compile_errors(void)
 }
 
 
+/* vLLM's "openai" content format is detected and refused by kvr_chat */
+static void
+test_content_format(void)
+{
+    char                 err[256];
+    kvr_chat_config_t   *cfg;
+    static const char    config[] =
+        "{\"chat_template\": \"{% for m in messages %}{% for p in "
+        "m['content'] %}{{ p.text }}{% endfor %}{% endfor %}\"}";
+    static const char    plain[] =
+        "{\"chat_template\": \"{% for m in messages %}{{ m.content }}"
+        "{% endfor %}\"}";
+
+    cfg = kvr_chat_config_parse(config, strlen(config), NULL, err,
+                                sizeof(err));
+    tap_ok(cfg == NULL, "a template looping over contents is refused");
+    kvr_chat_config_free(cfg);
+
+    cfg = kvr_chat_config_parse(plain, strlen(plain), NULL, err,
+                                sizeof(err));
+    tap_ok(cfg != NULL, "a template printing contents is accepted");
+    kvr_chat_config_free(cfg);
+}
+
+
 /* the compiled template is reused, each render with its own context */
 static void
 test_reuse(void)
@@ -587,6 +612,7 @@ main(void)
     test_cases();
     test_compile_errors();
     test_reuse();
+    test_content_format();
     test_vectors();
 
     return tap_done();
