@@ -1144,8 +1144,12 @@ kvr_tok_encode_segment(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
         return rc;
     }
 
-    /* not cached when out of memory: the ids in out are right anyway */
-    (void) kvr_tok_cache_put(tk->cache, s, len, hash, out->ids + first,
+    /*
+     * not cached when out of memory: the ids in out are right anyway;
+     * out->ids is still NULL when nothing was pushed yet
+     */
+    (void) kvr_tok_cache_put(tk->cache, s, len, hash,
+                             out->n > first ? out->ids + first : NULL,
                              out->n - first);
 
     return KVR_TOK_OK;

@@ -741,6 +741,14 @@ test_cache_tiny(void)
     tap_ok(ids_are(tk, "abc<|x|>abc<|xy|>abc", 0, IDS(5, 9, 5, 11, 5)),
            "cache tiny: all hits give the same ids");
 
+    /* d has no byte token: a segment of no ids is cached and hit too */
+    kvr_tokenizer_set_segment_cache(tk, 1, 1 << 20);
+    tap_ok(ids_are(tk, "dd<|x|>dd", 0, IDS(9)),
+           "cache tiny: segments without ids");
+    kvr_tokenizer_cache_stats(tk, &st);
+    tap_ok(st.misses == 1 && st.hits == 1 && st.entries == 1,
+           "cache tiny: an empty result is an entry");
+
     /* shorter than min_len: not looked up */
     kvr_tokenizer_set_segment_cache(tk, 4, 1 << 20);
     tap_ok(ids_are(tk, "abc<|x|>abcab", 0, IDS(5, 9, 5, 3)),
