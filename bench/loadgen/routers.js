@@ -24,7 +24,8 @@ function routerTable(top, build, opts = {}) {
   const cap = opts.capacityBlocks || 585;
   const bs = opts.blockSize || 16;
   const kv = (args, emulatorArgs) => ({ modules: [kvrouteSo],
-    upstream: [`kvroute ${args} capacity=${cap} block_size=${bs};`],
+    upstream: [`kvroute ${args} capacity=${cap} block_size=${bs}`
+               + `${opts.kvrouteArgs ? ' ' + opts.kvrouteArgs : ''};`],
     emulatorArgs });
   // engine i publishes KV events on events-base-port + i, HTTP on base-port + i
   const offset = (opts.eventsBasePort || 20081) - (opts.basePort || 18001);
