@@ -207,3 +207,27 @@ Content-Type: application/json
 [ qr/exited on signal 9/, qr/exited on signal 9/, qr/exited on signal 9/ ]
 --- no_error_log
 [error]
+
+
+
+=== TEST 7: a reload that drops a server: the new helper follows the rest
+--- main_config eval: $::MainConfig
+--- http_config
+upstream llm {
+    kvroute mode=kv events_port=+100 replay_port=+200 zone=kv_events:8m;
+    server 127.0.0.1:$TEST_NGINX_E2;
+}
+--- config eval: $::Config
+--- more_headers
+Content-Type: application/json
+--- request eval
+[ "GET /wait",
+  "POST /v1/completions\n" . JSON::PP->new->encode({ model => 'm', max_tokens => 2, prompt => [ 9000 .. 9099 ] }),
+  "GET /kvroute_status" ]
+--- response_headers_like eval
+[ "", "X-Kvroute: overlap 6/6", "" ]
+--- response_body_like eval
+[ qr/ok/, qr/engine-1/,
+  qr/\A(?!.*server="127\.0\.0\.1:$ENV{TEST_NGINX_E1}").*kvroute_events_replays_total/s ]
+--- no_error_log
+[error]
