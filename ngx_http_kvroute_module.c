@@ -19,6 +19,8 @@
 
 static char *ngx_http_kvroute(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_kvroute_events(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 static char *ngx_http_kvroute_load_tokenizer(ngx_conf_t *cf,
     ngx_http_kvroute_srv_conf_t *kcf, ngx_str_t *json, ngx_str_t *config);
 static void ngx_http_kvroute_free_tokenizer(void *data);
@@ -43,6 +45,13 @@ static ngx_command_t  ngx_http_kvroute_commands[] = {
     { ngx_string("kvroute"),
       NGX_HTTP_UPS_CONF|NGX_CONF_ANY,
       ngx_http_kvroute,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("kvroute_events"),
+      NGX_HTTP_UPS_CONF|NGX_CONF_TAKE23,
+      ngx_http_kvroute_events,
       NGX_HTTP_SRV_CONF_OFFSET,
       0,
       NULL },
@@ -391,13 +400,6 @@ ngx_http_kvroute(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     kcf->policy.block_size = block_size;
 
     if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) {
-        if (kcf->events_port == 0) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "\"mode=kv\" needs \"events_port\": the port "
-                               "of each server's KV event publisher");
-            return NGX_CONF_ERROR;
-        }
-
         if (kcf->events_port + kcf->events_ranks - 1 > 65535) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "invalid \"events_ranks\": ports beyond 65535");
@@ -456,6 +458,68 @@ ngx_http_kvroute(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         && ngx_http_kvroute_events_add_helper(cf, kmcf) != NGX_OK)
     {
         return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * kvroute_events 10.0.0.1:8000 tcp://10.0.0.1:5557 [replay=tcp://...];
+ * a server whose events are not where the port convention says
+ */
+
+static char *
+ngx_http_kvroute_events(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_kvroute_srv_conf_t *kcf = conf;
+
+    ngx_str_t                    *value;
+    ngx_http_kvroute_override_t  *o;
+
+    if (kcf->upstream == NULL || kcf->mode != NGX_HTTP_KVROUTE_MODE_KV) {
+        return "needs \"kvroute mode=kv ...\" before it";
+    }
+
+    value = cf->args->elts;
+
+    if (ngx_strncmp(value[2].data, "tcp://", 6) != 0
+        && ngx_strncmp(value[2].data, "ipc://", 6) != 0)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid endpoint \"%V\": expected tcp://... or "
+                           "ipc://...", &value[2]);
+        return NGX_CONF_ERROR;
+    }
+
+    if (kcf->events_overrides == NULL) {
+        kcf->events_overrides = ngx_array_create(cf->pool, 4,
+                                    sizeof(ngx_http_kvroute_override_t));
+        if (kcf->events_overrides == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    o = ngx_array_push(kcf->events_overrides);
+    if (o == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    /* configuration tokens are NUL-terminated, as libzmq wants them */
+
+    o->server = value[1];
+    o->endpoint = value[2];
+    ngx_str_null(&o->replay);
+
+    if (cf->args->nelts == 4) {
+        if (ngx_strncmp(value[3].data, "replay=", 7) != 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid parameter \"%V\"", &value[3]);
+            return NGX_CONF_ERROR;
+        }
+
+        o->replay.data = value[3].data + 7;
+        o->replay.len = value[3].len - 7;
     }
 
     return NGX_CONF_OK;

@@ -120,6 +120,7 @@ typedef struct {
     ngx_uint_t                       replay_offset;
     ngx_uint_t                       events_ranks;
     ngx_str_t                        events_topic;
+    ngx_array_t                     *events_overrides;   /* _override_t */
     size_t                           max_body;
     size_t                           chunk_bytes;   /* text key chunk */
     kvr_policy_conf_t                policy;
@@ -136,6 +137,14 @@ typedef struct {
     ngx_int_t                       *slots;
     ngx_uint_t                       nslots;
 } ngx_http_kvroute_srv_conf_t;
+
+
+/* kvroute_events SERVER ENDPOINT [replay=ENDPOINT]; */
+typedef struct {
+    ngx_str_t                        server;     /* as the peer is named */
+    ngx_str_t                        endpoint;   /* NUL-terminated */
+    ngx_str_t                        replay;     /* NUL-terminated or empty */
+} ngx_http_kvroute_override_t;
 
 
 typedef struct {

@@ -84,6 +84,8 @@ static ngx_uint_t ngx_http_kvroute_events_replayed(
 static ngx_uint_t ngx_http_kvroute_events_recv(void *socket, zmq_msg_t *msgs,
     kvr_events_frame_t *frames, ngx_uint_t *n);
 static void ngx_http_kvroute_events_timer(ngx_event_t *ev);
+static ngx_http_kvroute_override_t *ngx_http_kvroute_events_override(
+    ngx_http_kvroute_srv_conf_t *kcf, ngx_http_upstream_rr_peer_t *peer);
 
 
 ngx_int_t
@@ -269,11 +271,12 @@ ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
     ngx_http_kvroute_srv_conf_t *kcf, ngx_http_upstream_rr_peer_t *peer,
     ngx_int_t slot, ngx_uint_t rank)
 {
-    int                      linger, hwm, ivl, ivl_max;
-    u_char                   host[NGX_SOCKADDR_STRLEN];
-    size_t                   len;
-    ngx_uint_t               port;
-    ngx_http_kvroute_sub_t  *sub;
+    int                           linger, hwm, ivl, ivl_max;
+    u_char                        host[NGX_SOCKADDR_STRLEN];
+    size_t                        len;
+    ngx_uint_t                    port;
+    ngx_http_kvroute_override_t  *o;
+    ngx_http_kvroute_sub_t       *sub;
 
     sub = &ev->subs[ev->nsubs];
 
@@ -291,7 +294,32 @@ ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
                                                        : "tcp://%*s:%ui%Z",
                  len, host, port);
 
-    if (kcf->replay_port) {
+    /* kvroute_events names this server's endpoints: they win (rank 0) */
+
+    o = ngx_http_kvroute_events_override(kcf, peer);
+
+    if (o == NULL && kcf->events_port == 0) {
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      "kvroute: no KV events for server %V: no "
+                      "\"kvroute_events\" line names it", &peer->name);
+        return NGX_DECLINED;
+    }
+
+    if (o) {
+        if (rank > 0) {
+            return NGX_DECLINED;
+        }
+
+        ngx_snprintf((u_char *) sub->endpoint, sizeof(sub->endpoint) - 1,
+                     "%V%Z", &o->endpoint);
+
+        if (o->replay.len) {
+            ngx_snprintf((u_char *) sub->replay_endpoint,
+                         sizeof(sub->replay_endpoint) - 1, "%V%Z",
+                         &o->replay);
+        }
+
+    } else if (kcf->replay_port) {
         port = kcf->replay_port + rank;
 
         if (kcf->replay_offset) {
@@ -351,7 +379,7 @@ ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
 
     /* the engine's replay buffer rebuilds the index at once */
 
-    if (kcf->replay_port) {
+    if (sub->replay_endpoint[0]) {
         ngx_http_kvroute_events_replay(sub);
     }
 
@@ -371,6 +399,34 @@ failed:
     ev->failed++;
 
     return NGX_ERROR;
+}
+
+
+/* the kvroute_events line naming a peer (by its address:port), if any */
+
+static ngx_http_kvroute_override_t *
+ngx_http_kvroute_events_override(ngx_http_kvroute_srv_conf_t *kcf,
+    ngx_http_upstream_rr_peer_t *peer)
+{
+    ngx_uint_t                    i;
+    ngx_http_kvroute_override_t  *o;
+
+    if (kcf->events_overrides == NULL) {
+        return NULL;
+    }
+
+    o = kcf->events_overrides->elts;
+
+    for (i = 0; i < kcf->events_overrides->nelts; i++) {
+        if (o[i].server.len == peer->name.len
+            && ngx_strncmp(o[i].server.data, peer->name.data,
+                           peer->name.len) == 0)
+        {
+            return &o[i];
+        }
+    }
+
+    return NULL;
 }
 
 

@@ -202,3 +202,27 @@ upstream llm { kvroute mode=kv events_port=65530 events_ranks=8; server 127.0.0.
 --- must_die
 --- error_log
 invalid "events_ranks": ports beyond 65535
+
+
+
+=== TEST 14: kvroute_events needs kvroute mode=kv before it
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm { kvroute_events 127.0.0.1:8000 tcp://127.0.0.1:5557; kvroute mode=kv; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log
+"kvroute_events" directive needs "kvroute mode=kv ..." before it
+
+
+
+=== TEST 15: kvroute_events wants a ZeroMQ endpoint
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm { kvroute mode=kv; kvroute_events 127.0.0.1:8000 http://x:5557; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log
+invalid endpoint "http://x:5557": expected tcp://... or ipc://...

@@ -11,6 +11,8 @@ my $port = $ENV{TEST_NGINX_PORT} || 1984;
 $ENV{TEST_NGINX_E1} = $port + 31;
 $ENV{TEST_NGINX_E2} = $port + 32;
 my $events_base = $port + 131;
+$ENV{TEST_NGINX_E2_EVENTS} = "tcp://127.0.0.1:" . ($events_base + 1);
+$ENV{TEST_NGINX_E2_REPLAY} = "tcp://127.0.0.1:" . ($port + 232);
 
 BEGIN { $ENV{TEST_NGINX_USE_HUP} = 1 }
 
@@ -229,5 +231,33 @@ Content-Type: application/json
 --- response_body_like eval
 [ qr/ok/, qr/engine-1/,
   qr/\A(?!.*server="127\.0\.0\.1:$ENV{TEST_NGINX_E1}").*kvroute_events_replays_total/s ]
+--- no_error_log
+[error]
+
+
+
+=== TEST 8: explicit endpoints: kvroute_events names where a server publishes
+--- main_config eval: $::MainConfig
+--- http_config
+upstream llm {
+    kvroute mode=kv zone=kv_events:8m;
+    kvroute_events 127.0.0.1:$TEST_NGINX_E2 $TEST_NGINX_E2_EVENTS
+                   replay=$TEST_NGINX_E2_REPLAY;
+    server 127.0.0.1:$TEST_NGINX_E1;
+    server 127.0.0.1:$TEST_NGINX_E2;
+}
+--- config eval: $::Config
+--- more_headers
+Content-Type: application/json
+--- request eval
+[ "GET /wait",
+  "POST /v1/completions\n" . JSON::PP->new->encode({ model => 'm', max_tokens => 2, prompt => [ 9000 .. 9099 ] }) ]
+--- response_headers_like eval
+[ "", "X-Kvroute: overlap 6/6" ]
+--- response_body_like eval
+[ qr/ok/, qr/engine-1/ ]
+--- error_log eval
+[ qr/no KV events for server 127\.0\.0\.1:\d+: no "kvroute_events" line names it/,
+  qr/no KV events for server/ ]
 --- no_error_log
 [error]
