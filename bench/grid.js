@@ -430,7 +430,9 @@ function writeMarkdown(results, o, plots) {
   out.push('"baseline" = vLLM pods behind a Kubernetes Service, "round robin" / "KV routing" /');
   out.push('"approximate" = Dynamo\'s router modes. "–" = not measured (yet) / not reported by the seed.');
   out.push('Upper bound on the request hit rate = min(1, workers × 3.95 prompts / prefix types); the');
-  out.push('cached-token ratio\'s bound is that × 2,032/2,371 (0.857).');
+  out.push('cached-token ratio\'s bound is that × 2,032/2,371 (0.857). It is the seed\'s figure, not a strict');
+  out.push('bound: only a prompt\'s 127 prefix blocks need to stay cached (585/127 = 4.6 prefixes per');
+  out.push('engine while idle), so a router can exceed it where the cache is tight (3 workers, 24 types).');
   out.push('');
   const shown = results.filter((r) => best.get([r.router, r.workers, r.prefixes, r.concurrency].join('|')) === r);
   const runsSet = Array.from(new Set(shown.map((r) => r.runs_requested || r.runs || 1))).sort();
