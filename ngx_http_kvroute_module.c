@@ -108,7 +108,7 @@ ngx_module_t  ngx_http_kvroute_module = {
 /*
  * kvroute [mode=approx|kv|round_robin|random] [zone=name[:size]]
  *         [events_port=[+]N [replay_port=[+]N] [events_ranks=K]
- *          [events_topic=T]]
+ *          [events_topic=T] [predict=blocks]]
  *         [block_size=16] [capacity=blocks] [policy=kvroute|dynamo]
  *         [overlap_weight=1.0] [balance_abs=N] [balance_rel=R]
  *         [max_body=size] [text_chunk=bytes]
@@ -341,6 +341,17 @@ ngx_http_kvroute(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             if (ngx_http_kvroute_param_uint(cf, &value[i],
                                             12 + kcf->replay_offset, 1, 65535,
                                             &kcf->replay_port)
+                != NGX_CONF_OK)
+            {
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "predict=", 8) == 0) {
+            if (ngx_http_kvroute_param_uint(cf, &value[i], 8, 0, 1000000,
+                                            &kcf->predict)
                 != NGX_CONF_OK)
             {
                 return NGX_CONF_ERROR;
@@ -745,6 +756,7 @@ ngx_http_kvroute_create_srv_conf(ngx_conf_t *cf)
     kcf->policy.balance_abs = 4;
     kcf->policy.balance_rel = 1.5;
     kcf->events_ranks = 1;
+    kcf->predict = 1024;
 
     return kcf;
 }

@@ -133,8 +133,12 @@ typedef struct {
 
     ngx_http_upstream_srv_conf_t    *upstream;
 
+    /* kv mode: blocks of recent routes, predicted until events come */
+    ngx_uint_t                       predict;
+
     /* index slot of each peer (primaries, then backups); per process */
     ngx_int_t                       *slots;
+    ngx_int_t                       *pred_slots;
     ngx_uint_t                       nslots;
 } ngx_http_kvroute_srv_conf_t;
 

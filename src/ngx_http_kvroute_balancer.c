@@ -130,9 +130,11 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
     ngx_http_kvroute_peer_data_t  *kp = data;
 
     int                             slots[NGX_HTTP_KVROUTE_MAX_PEERS];
+    int                             pred[NGX_HTTP_KVROUTE_MAX_PEERS];
     time_t                          now;
     size_t                          chosen;
     uint32_t                        overlap[NGX_HTTP_KVROUTE_MAX_PEERS];
+    uint32_t                        predicted[NGX_HTTP_KVROUTE_MAX_PEERS];
     uint64_t                        requests, tokens, prefill;
     uintptr_t                       m;
     ngx_int_t                       rc;
@@ -200,6 +202,7 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
 
         peers_of[n] = peer;
         slots[n] = (base + i < kcf->nslots) ? kcf->slots[base + i] : -1;
+        pred[n] = (base + i < kcf->nslots) ? kcf->pred_slots[base + i] : -1;
         cand[n].weight = peer->weight;
         cand[n].id_hash = ngx_hash_key(peer->name.data, peer->name.len)
                           * 0x9e3779b97f4a7c15ULL;
@@ -246,6 +249,23 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
     kvr_index_match_slots_jump(index, slots, n, ctx->hashes, ctx->nblocks,
                                NGX_HTTP_KVROUTE_MATCH_STRIDE, overlap);
 
+    /*
+     * kv mode: a burst of a new prefix follows its first request to the
+     * server it went to before that server's events arrive
+     */
+
+    if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV && kcf->predict) {
+        kvr_index_match_slots_jump(index, pred, n, ctx->hashes,
+                                   ctx->nblocks,
+                                   NGX_HTTP_KVROUTE_MATCH_STRIDE, predicted);
+
+        for (i = 0; i < n; i++) {
+            if (predicted[i] > overlap[i]) {
+                overlap[i] = predicted[i];
+            }
+        }
+    }
+
     for (i = 0; i < n; i++) {
         cand[i].cached_blocks = 0;
         cand[i].capacity = kcf->capacity;
@@ -274,6 +294,10 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
 
     if (slots[chosen] >= 0 && kcf->mode == NGX_HTTP_KVROUTE_MODE_APPROX) {
         kvr_index_record(index, slots[chosen], ctx->hashes, ctx->nblocks);
+    }
+
+    if (pred[chosen] >= 0 && kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) {
+        kvr_index_record(index, pred[chosen], ctx->hashes, ctx->nblocks);
     }
 
     ngx_shmtx_unlock(&kcf->zone->shpool->mutex);

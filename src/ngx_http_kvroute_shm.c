@@ -241,18 +241,22 @@ ngx_int_t
 ngx_http_kvroute_resolve_slots(ngx_http_kvroute_srv_conf_t *kcf,
     ngx_http_upstream_rr_peers_t *peers)
 {
-    ngx_int_t                      slot, *slots;
+    u_char                         name[NGX_SOCKADDR_STRLEN + 2];
+    ngx_int_t                      slot, *slots, *pred;
     ngx_uint_t                     n, i;
+    kvr_index_t                   *index;
     ngx_http_upstream_rr_peer_t   *peer;
     ngx_http_upstream_rr_peers_t  *list;
 
     n = peers->number + (peers->next ? peers->next->number : 0);
 
-    slots = ngx_alloc(n * sizeof(ngx_int_t), ngx_cycle->log);
+    slots = ngx_alloc(2 * n * sizeof(ngx_int_t), ngx_cycle->log);
     if (slots == NULL) {
         return NGX_ERROR;
     }
 
+    pred = slots + n;
+    index = kcf->zone->sh->index;
     i = 0;
 
     ngx_shmtx_lock(&kcf->zone->shpool->mutex);
@@ -260,12 +264,32 @@ ngx_http_kvroute_resolve_slots(ngx_http_kvroute_srv_conf_t *kcf,
     for (list = peers; list; list = (list == peers) ? peers->next : NULL) {
 
         for (peer = list->peer; peer && i < n; peer = peer->next) {
-            slot = kvr_index_slot(kcf->zone->sh->index,
-                                  (char *) peer->name.data, peer->name.len);
+            slot = kvr_index_slot(index, (char *) peer->name.data,
+                                  peer->name.len);
 
             if (slot >= 0) {
-                kvr_index_slot_set_capacity(kcf->zone->sh->index, slot,
-                                            kcf->capacity);
+                kvr_index_slot_set_capacity(index, slot, kcf->capacity);
+            }
+
+            /*
+             * kv mode: the server's recent routes, predicted until its
+             * events arrive, in a small slot of their own named "~name"
+             */
+
+            pred[i] = -1;
+
+            if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV && kcf->predict
+                && peer->name.len <= NGX_SOCKADDR_STRLEN)
+            {
+                name[0] = '~';
+                ngx_memcpy(name + 1, peer->name.data, peer->name.len);
+
+                pred[i] = kvr_index_slot(index, (char *) name,
+                                         peer->name.len + 1);
+
+                if (pred[i] >= 0) {
+                    kvr_index_slot_set_capacity(index, pred[i], kcf->predict);
+                }
             }
 
             slots[i++] = slot;
@@ -276,9 +300,11 @@ ngx_http_kvroute_resolve_slots(ngx_http_kvroute_srv_conf_t *kcf,
 
     for ( /* void */ ; i < n; i++) {
         slots[i] = -1;
+        pred[i] = -1;
     }
 
     kcf->slots = slots;
+    kcf->pred_slots = pred;
     kcf->nslots = n;
 
     return NGX_OK;

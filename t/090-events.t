@@ -127,9 +127,14 @@ Content-Type: application/json
 
 
 
-=== TEST 3: routed requests are not predicted in kv mode: only events count
+=== TEST 3: with predictions off, only events make a prefix known
 --- main_config eval: $::MainConfig
---- http_config eval: $::HttpConfig
+--- http_config
+upstream llm {
+    kvroute mode=kv events_port=+100 predict=0 zone=kv_events:8m;
+    server 127.0.0.1:$TEST_NGINX_E1;
+    server 127.0.0.1:$TEST_NGINX_E2;
+}
 --- config eval: $::Config
 --- more_headers
 Content-Type: application/json

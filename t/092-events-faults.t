@@ -133,3 +133,51 @@ Content-Type: application/json
 --- no_error_log
 [error]
 [alert]
+
+
+
+=== TEST 3: before any event, a burst follows its first request (prediction)
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+--- http_config
+upstream llm {
+    kvroute mode=kv events_port=+100 zone=kv_faults:4m;
+    server 127.0.0.1:$TEST_NGINX_B1;
+    server 127.0.0.2:$TEST_NGINX_B1;
+}
+server { listen 127.0.0.1:$TEST_NGINX_B1; location / { return 200 "ok\n"; } }
+server { listen 127.0.0.2:$TEST_NGINX_B1; location / { return 200 "ok\n"; } }
+--- config eval: $::Config
+--- more_headers
+Content-Type: application/json
+--- request eval
+[ main::prompt(6000, 64), main::prompt(6000, 64), main::prompt(6000, 80) ]
+--- response_headers_like eval
+[ "X-Kvroute: home 0/4", "X-Kvroute: overlap 4/4", "X-Kvroute: overlap 4/5" ]
+--- no_error_log
+[error]
+
+
+
+=== TEST 4: predict=0: no predictions, every request of the burst is new
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+--- http_config
+upstream llm {
+    kvroute mode=kv events_port=+100 predict=0 zone=kv_faults:4m;
+    server 127.0.0.1:$TEST_NGINX_B1;
+    server 127.0.0.2:$TEST_NGINX_B1;
+}
+server { listen 127.0.0.1:$TEST_NGINX_B1; location / { return 200 "ok\n"; } }
+server { listen 127.0.0.2:$TEST_NGINX_B1; location / { return 200 "ok\n"; } }
+--- config eval: $::Config
+--- more_headers
+Content-Type: application/json
+--- request eval
+[ main::prompt(6000, 64), main::prompt(6000, 64) ]
+--- response_headers_like eval
+[ "X-Kvroute: home 0/4", "X-Kvroute: home 0/4" ]
+--- no_error_log
+[error]
