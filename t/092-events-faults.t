@@ -10,6 +10,7 @@ use POSIX ();
 my $port = $ENV{TEST_NGINX_PORT} || 1984;
 $ENV{TEST_NGINX_B1} = $port + 51;
 my $events = "tcp://127.0.0.1:" . ($port + 151);
+my $replay = "tcp://127.0.0.1:" . ($port + 251);
 
 if (! -d 'bench/node_modules/zeromq') {
     plan skip_all => 'bench/node_modules missing (make bench-deps)';
@@ -42,7 +43,7 @@ sub publish {
     my $pid = fork();
     if ($pid == 0) {
         open STDOUT, '>', '/dev/null';
-        exec('node', 't/lib/kv_publisher.js', $events, $file, 1000)
+        exec('node', 't/lib/kv_publisher.js', $events, $file, 1000, $replay)
             or POSIX::_exit(127);
     }
     push @Publishers, $pid;
@@ -179,5 +180,61 @@ Content-Type: application/json
 [ main::prompt(6000, 64), main::prompt(6000, 64) ]
 --- response_headers_like eval
 [ "X-Kvroute: home 0/4", "X-Kvroute: home 0/4" ]
+--- no_error_log
+[error]
+
+
+
+=== TEST 5: the publisher restarts (its sequence goes back to 0): a restart
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+--- http_config eval: $::HttpConfig
+--- config eval: $::Config
+--- init
+main::publish(
+    main::store(0, 11, undef, 3000),
+    main::store(1, 12, 11, 3016),
+    main::store(0, 31, undef, 5000));
+--- more_headers
+Content-Type: application/json
+--- request eval
+[ "GET /wait", main::prompt(3000, 32), main::prompt(5000, 16),
+  "GET /kvroute_status" ]
+--- response_headers_like eval
+[ "", "X-Kvroute: home 0/2", "X-Kvroute: overlap 1/1", "" ]
+--- response_body_like eval
+[ qr/ok/, qr/ok/, qr/ok/, qr/kvroute_events_gaps_total\{[^}]*\} 1\n/ ]
+--- no_error_log
+[error]
+
+
+
+=== TEST 6: a gap with a replay socket: what was missed is asked and applied
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+--- http_config
+upstream llm {
+    kvroute mode=kv events_port=+100 replay_port=+200 predict=0
+            zone=kv_faults:4m;
+    server 127.0.0.1:$TEST_NGINX_B1;
+}
+server { listen 127.0.0.1:$TEST_NGINX_B1; location / { return 200 "ok\n"; } }
+--- config eval: $::Config
+--- init
+main::publish(
+    main::store(0, 11, undef, 3000),
+    { %{ main::store(1, 12, 11, 3016) }, replay_only => JSON::PP::true },
+    main::store(2, 13, 12, 3032));
+--- more_headers
+Content-Type: application/json
+--- request eval
+[ "GET /wait", main::prompt(3000, 48), "GET /kvroute_status" ]
+--- response_headers_like eval
+[ "", "X-Kvroute: overlap 3/3", "" ]
+--- response_body_like eval
+[ qr/ok/, qr/ok/,
+  qr/kvroute_events_replays_total\{[^}]*\} [1-9]\n(?:.*\n)*kvroute_events_replayed_batches_total\{[^}]*\} [1-9]/ ]
 --- no_error_log
 [error]

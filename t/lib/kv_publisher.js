@@ -4,7 +4,12 @@
 // scenario (JSON file: [{frames: [...]}, ...]), then stays until killed.
 // A frame is {hex: "..."}, {text: "..."}, {seq: N} (8 bytes big-endian) or
 // {msgpack: value} (hash fields as {"u64": "123"} become uint64).
+// With a replay endpoint, a ROUTER serves replays as vLLM does (reply
+// ["", seq, payload] per batch from the asked sequence on, then the end
+// marker); a message with "replay_only": true is not sent live, only kept
+// for replays (a gap the subscriber must fill).
 //   node t/lib/kv_publisher.js tcp://127.0.0.1:PORT scenario.json [wait_ms]
+//       [tcp://127.0.0.1:REPLAY_PORT]
 
 const fs = require('node:fs');
 const path = require('node:path');
@@ -34,14 +39,38 @@ function frame(f) {
   return Buffer.from(encode(value(f.msgpack), { useBigInt64: true }));
 }
 
+async function serveReplays(router, buffer) {
+  for await (const [id, , start] of router) {
+    const from = start.readBigUInt64BE();
+    for (const [seq, payload] of buffer) {
+      if (seq >= from) {
+        const b = Buffer.alloc(8);
+        b.writeBigUInt64BE(seq);
+        await router.send([id, Buffer.alloc(0), b, payload]);
+      }
+    }
+    await router.send([id, Buffer.alloc(0), Buffer.alloc(8, 0xff), Buffer.alloc(0)]);
+  }
+}
+
 async function main() {
-  const [endpoint, file, waitMs] = process.argv.slice(2);
+  const [endpoint, file, waitMs, replayEndpoint] = process.argv.slice(2);
   const messages = JSON.parse(fs.readFileSync(file, 'utf8'));
   const pub = new zmq.Publisher();
   await pub.bind(endpoint);
+  const buffer = [];
+  if (replayEndpoint) {
+    const router = new zmq.Router();
+    await router.bind(replayEndpoint);
+    serveReplays(router, buffer).catch(() => {});
+  }
   await new Promise((r) => setTimeout(r, Number(waitMs || 1000)));
   for (const m of messages) {
-    await pub.send(m.frames.map(frame));
+    const frames = m.frames.map(frame);
+    if (frames.length === 3 && frames[1].length === 8) {
+      buffer.push([frames[1].readBigUInt64BE(), frames[2]]);
+    }
+    if (!m.replay_only) await pub.send(frames);
     await new Promise((r) => setTimeout(r, 20));
   }
   process.stdout.write('sent\n');
