@@ -32,8 +32,11 @@ include mk/tokenizer.mk
 -include mk/events.mk
 -include mk/asan.mk
 
+# the whole suite again against the module built with ASan + UBSan
+TEST_TARGETS += test-asan
+
 test: deps all
 	$(MAKE) --no-print-directory $(TEST_TARGETS)
 
 clean:
-	rm -rf $(BUILD) t/servroot*
+	rm -rf $(BUILD) build-asan t/servroot*
