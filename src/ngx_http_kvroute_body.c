@@ -30,6 +30,7 @@ static void ngx_http_kvroute_log_reason(ngx_http_request_t *r,
 static ngx_int_t ngx_http_kvroute_tokenize(ngx_http_request_t *r,
     ngx_http_kvroute_srv_conf_t *kcf, kvr_request_t *req,
     ngx_int_t endpoint);
+static void ngx_http_kvroute_free_scratch(void *data);
 static void ngx_http_kvroute_log_tokenizer(ngx_http_request_t *r,
     const char *what, const char *why);
 
@@ -433,14 +434,26 @@ static ngx_int_t
 ngx_http_kvroute_tokenize(ngx_http_request_t *r,
     ngx_http_kvroute_srv_conf_t *kcf, kvr_request_t *req, ngx_int_t endpoint)
 {
-    int          rc;
-    char         err[128];
-    size_t       len, max;
-    const char  *text;
+    int                  rc;
+    char                 err[128];
+    size_t               len, max;
+    const char          *text;
+    ngx_pool_cleanup_t  *cln;
 
     max = kcf->max_body + NGX_HTTP_KVROUTE_RENDER_EXTRA;
 
     if (kcf->ids.max == 0) {
+
+        /* per process scratch, freed with the cycle (single process reload) */
+
+        cln = ngx_pool_cleanup_add(ngx_cycle->pool, 0);
+        if (cln == NULL) {
+            return NGX_DECLINED;
+        }
+
+        cln->handler = ngx_http_kvroute_free_scratch;
+        cln->data = kcf;
+
         kvr_ids_init(&kcf->ids, max + 16);
     }
 
@@ -481,6 +494,21 @@ ngx_http_kvroute_tokenize(ngx_http_request_t *r,
     }
 
     return NGX_OK;
+}
+
+
+static void
+ngx_http_kvroute_free_scratch(void *data)
+{
+    ngx_http_kvroute_srv_conf_t  *kcf = data;
+
+    kvr_ids_free(&kcf->ids);
+    kcf->ids.max = 0;
+
+    if (kcf->rendered) {
+        ngx_free(kcf->rendered);
+        kcf->rendered = NULL;
+    }
 }
 
 

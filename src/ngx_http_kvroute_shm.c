@@ -250,7 +250,9 @@ ngx_http_kvroute_resolve_slots(ngx_http_kvroute_srv_conf_t *kcf,
 
     n = peers->number + (peers->next ? peers->next->number : 0);
 
-    slots = ngx_alloc(2 * n * sizeof(ngx_int_t), ngx_cycle->log);
+    /* per process, from the cycle's pool: gone with the cycle */
+
+    slots = ngx_palloc(ngx_cycle->pool, 2 * n * sizeof(ngx_int_t));
     if (slots == NULL) {
         return NGX_ERROR;
     }
