@@ -49,6 +49,13 @@ sub publish {
     push @Publishers, $pid;
 }
 
+sub removed {
+    my ($seq, @hashes) = @_;
+    return { frames => [ { text => '' }, { seq => $seq },
+        { msgpack => [ 1.5, [ [ 'BlockRemoved',
+                                [ map { { u64 => $_ } } @hashes ] ] ] ] } ] };
+}
+
 sub prompt {
     my ($first, $n) = @_;
     return "POST /v1/completions\n" . JSON::PP->new->encode(
@@ -236,5 +243,31 @@ Content-Type: application/json
 --- response_body_like eval
 [ qr/ok/, qr/ok/,
   qr/kvroute_events_replays_total\{[^}]*\} [1-9]\n(?:.*\n)*kvroute_events_replayed_batches_total\{[^}]*\} [1-9]/ ]
+--- no_error_log
+[error]
+
+
+
+=== TEST 7: BlockRemoved takes a block out (its chain's tail first, as vLLM evicts)
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+--- http_config eval: $::HttpConfig
+--- config eval: $::Config
+--- init
+main::publish(
+    main::store(0, 11, undef, 3000),
+    main::store(1, 12, 11, 3016),
+    main::store(2, 13, 12, 3032),
+    main::removed(3, 13),
+    main::removed(4, 12));
+--- more_headers
+Content-Type: application/json
+--- request eval
+[ "GET /wait", main::prompt(3000, 48), "GET /kvroute_status" ]
+--- response_headers_like eval
+[ "", "X-Kvroute: overlap 1/3", "" ]
+--- response_body_like eval
+[ qr/ok/, qr/ok/, qr/kvroute_events_removed_blocks_total\{[^}]*\} 2\n/ ]
 --- no_error_log
 [error]
