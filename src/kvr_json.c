@@ -19,6 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "kvr_json.h"
 
 
@@ -460,6 +464,32 @@ kvr_json_string(const unsigned char *p, const unsigned char *e,
 
     for ( ;; ) {
 
+#if defined(__SSE2__)
+
+        /*
+         * plain ASCII 16 bytes at a time: a quote, a backslash, a control
+         * byte or a byte >= 0x80 (negative, so below 0x20 when signed)
+         */
+        while (e - p >= 16) {
+            __m128i  v, m;
+            int      mask;
+
+            v = _mm_loadu_si128((const __m128i *) p);
+            m = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                             _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
+            m = _mm_or_si128(m, _mm_cmplt_epi8(v, _mm_set1_epi8(0x20)));
+            mask = _mm_movemask_epi8(m);
+
+            if (mask != 0) {
+                p += __builtin_ctz((unsigned) mask);
+                goto special;
+            }
+
+            p += 16;
+        }
+
+#endif
+
         /* plain ASCII a word at a time */
         while (e - p >= 8) {
             memcpy(&w, p, 8);
@@ -481,6 +511,10 @@ kvr_json_string(const unsigned char *p, const unsigned char *e,
 
             p += 8;
         }
+
+#if defined(__SSE2__)
+    special:
+#endif
 
         if (p == e) {
             *err = KVR_JSON_ERR_SYNTAX;

@@ -92,6 +92,7 @@ typedef struct {
     ngx_atomic_t                     decisions[NGX_HTTP_KVROUTE_R_LAST];
     ngx_atomic_t                     decision_usec;
     ngx_atomic_t                     helper_starts;
+    ngx_atomic_t                     nrows;       /* rows ever claimed */
     ngx_http_kvroute_events_stats_t  events[NGX_HTTP_KVROUTE_MAX_PEERS];
     ngx_http_kvroute_row_t           rows[NGX_HTTP_KVROUTE_MAX_ROWS];
     kvr_index_t                     *index;

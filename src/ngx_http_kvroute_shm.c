@@ -169,6 +169,11 @@ ngx_http_kvroute_claim_row(ngx_http_kvroute_zone_t *zone, ngx_log_t *log)
 
     if (mine != -1) {
         sh->rows[mine].pid = ngx_pid;
+
+        /* readers sum rows below this mark only */
+        if ((ngx_atomic_uint_t) mine >= sh->nrows) {
+            sh->nrows = mine + 1;
+        }
     }
 
     ngx_shmtx_unlock(&zone->shpool->mutex);
@@ -207,7 +212,7 @@ void
 ngx_http_kvroute_load(ngx_http_kvroute_zone_t *zone, ngx_int_t slot,
     uint64_t *requests, uint64_t *tokens, uint64_t *prefill)
 {
-    ngx_uint_t                 i;
+    ngx_uint_t                 i, n;
     ngx_http_kvroute_row_t    *row;
 
     *requests = 0;
@@ -218,7 +223,9 @@ ngx_http_kvroute_load(ngx_http_kvroute_zone_t *zone, ngx_int_t slot,
         return;
     }
 
-    for (i = 0; i < NGX_HTTP_KVROUTE_MAX_ROWS; i++) {
+    n = zone->sh->nrows;
+
+    for (i = 0; i < n && i < NGX_HTTP_KVROUTE_MAX_ROWS; i++) {
         row = &zone->sh->rows[i];
 
         if (row->pid == 0) {
