@@ -47,3 +47,12 @@ bench-ingest: $(INGEST_BENCH)
 	$(INGEST_BENCH)
 
 .PHONY: bench-ingest
+
+# `make soak`: wrk at saturation through kvroute in front of the emulator,
+# 30% bad bodies, SOAK_SECONDS long (bench/soak/run.sh)
+SOAK_SECONDS ?= 600
+
+soak: deps module bench-deps
+	bench/soak/run.sh $(SOAK_SECONDS)
+
+.PHONY: soak
