@@ -76,7 +76,7 @@ location /v1/ {
     add_header X-Kvroute "$kvroute_reason $kvroute_overlap/$kvroute_blocks";
 }
 location = /kvroute_status { kvroute_status; }
-location = /wait { echo_sleep 2; echo ok; }
+location = /wait { echo_sleep 3.5; echo ok; }
 _EOC_
 
 master_on();
@@ -105,6 +105,7 @@ main::publish(
     main::store(1, 12, 11, 3016));
 --- more_headers
 Content-Type: application/json
+--- timeout: 8
 --- request eval
 [ "GET /wait", main::prompt(3000, 32), "GET /kvroute_status" ]
 --- response_headers_like eval
@@ -131,6 +132,7 @@ main::publish(
     main::store(5, 21, undef, 4000));
 --- more_headers
 Content-Type: application/json
+--- timeout: 8
 --- request eval
 [ "GET /wait", main::prompt(3000, 32), main::prompt(4000, 16),
   "GET /kvroute_status" ]
@@ -159,6 +161,7 @@ server { listen 127.0.0.2:$TEST_NGINX_B1; location / { return 200 "ok\n"; } }
 --- config eval: $::Config
 --- more_headers
 Content-Type: application/json
+--- timeout: 8
 --- request eval
 [ main::prompt(6000, 64), main::prompt(6000, 64), main::prompt(6000, 80) ]
 --- response_headers_like eval
@@ -183,6 +186,7 @@ server { listen 127.0.0.2:$TEST_NGINX_B1; location / { return 200 "ok\n"; } }
 --- config eval: $::Config
 --- more_headers
 Content-Type: application/json
+--- timeout: 8
 --- request eval
 [ main::prompt(6000, 64), main::prompt(6000, 64) ]
 --- response_headers_like eval
@@ -205,6 +209,7 @@ main::publish(
     main::store(0, 31, undef, 5000));
 --- more_headers
 Content-Type: application/json
+--- timeout: 8
 --- request eval
 [ "GET /wait", main::prompt(3000, 32), main::prompt(5000, 16),
   "GET /kvroute_status" ]
@@ -236,6 +241,7 @@ main::publish(
     main::store(2, 13, 12, 3032));
 --- more_headers
 Content-Type: application/json
+--- timeout: 8
 --- request eval
 [ "GET /wait", main::prompt(3000, 48), "GET /kvroute_status" ]
 --- response_headers_like eval
@@ -263,6 +269,7 @@ main::publish(
     main::removed(4, 12));
 --- more_headers
 Content-Type: application/json
+--- timeout: 8
 --- request eval
 [ "GET /wait", main::prompt(3000, 48), "GET /kvroute_status" ]
 --- response_headers_like eval
