@@ -68,7 +68,7 @@ location /v1/ {
 }
 location /direct2/ { proxy_pass http://127.0.0.1:$TEST_NGINX_E2/; }
 location = /kvroute_status { kvroute_status; }
-location = /wait { echo_sleep 0.5; echo ok; }
+location = /wait { echo_sleep 1.5; echo ok; }
 _EOC_
 
 our $MainConfig = <<'_EOC_';

@@ -46,7 +46,7 @@ location /v1/ {
     add_header X-Kvroute "$kvroute_reason $kvroute_overlap/$kvroute_blocks";
 }
 location /direct2/ { proxy_pass http://127.0.0.1:$TEST_NGINX_E2/; }
-location = /wait { echo_sleep 0.5; echo ok; }
+location = /wait { echo_sleep 1.5; echo ok; }
 --- more_headers
 Content-Type: application/json
 --- request eval
