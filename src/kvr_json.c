@@ -73,10 +73,23 @@ static const unsigned char  kvr_json_ws[256] = {
 };
 
 
+/*
+ * One freed document block is kept for the next parse (the request path
+ * parses one body at a time per process, so this saves a large malloc and
+ * free per request); blocks above KVR_JSON_KEEP bytes are freed.  Not for
+ * use from several threads at once.
+ */
+
+#define KVR_JSON_KEEP  (1024 * 1024)
+
+static kvr_json_doc_t  *kvr_json_kept;
+static size_t           kvr_json_kept_size;
+
+
 kvr_json_doc_t *
 kvr_json_parse(const char *input, size_t len, unsigned flags)
 {
-    size_t           cap;
+    size_t           cap, size;
     kvr_json_doc_t  *doc;
 
     cap = len / 2 + 2;
@@ -85,14 +98,24 @@ kvr_json_parse(const char *input, size_t len, unsigned flags)
         cap = KVR_JSON_MAX_NODES;
     }
 
-    doc = malloc(sizeof(kvr_json_doc_t) + cap * sizeof(kvr_json_node_t));
-    if (doc == NULL) {
-        return NULL;
+    size = sizeof(kvr_json_doc_t) + cap * sizeof(kvr_json_node_t);
+
+    if (kvr_json_kept != NULL && kvr_json_kept_size >= size) {
+        doc = kvr_json_kept;
+        size = kvr_json_kept_size;
+        kvr_json_kept = NULL;
+
+    } else {
+        doc = malloc(size);
+        if (doc == NULL) {
+            return NULL;
+        }
     }
 
     kvr_json_parse_into(doc, input, len, (kvr_json_node_t *) (doc + 1),
                         cap, flags);
     doc->owned = 1;
+    doc->block_size = size;
 
     return doc;
 }
@@ -128,9 +151,20 @@ kvr_json_parse_into(kvr_json_doc_t *doc, const char *input, size_t len,
 void
 kvr_json_free(kvr_json_doc_t *doc)
 {
-    if (doc != NULL && doc->owned) {
-        free(doc);
+    if (doc == NULL || !doc->owned) {
+        return;
     }
+
+    if (doc->block_size <= KVR_JSON_KEEP
+        && (kvr_json_kept == NULL || kvr_json_kept_size < doc->block_size))
+    {
+        free(kvr_json_kept);
+        kvr_json_kept = doc;
+        kvr_json_kept_size = doc->block_size;
+        return;
+    }
+
+    free(doc);
 }
 
 

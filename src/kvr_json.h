@@ -82,6 +82,7 @@ typedef struct {
     uint32_t             cap;
     size_t               err_off;   /* where the error was found */
     kvr_json_status_e    status;
+    size_t               block_size; /* kvr_json_parse()'s allocation */
     unsigned             owned:1;   /* allocated by kvr_json_parse() */
 } kvr_json_doc_t;
 
