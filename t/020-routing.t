@@ -9,6 +9,18 @@ $ENV{TEST_NGINX_B1} = $port + 1;
 $ENV{TEST_NGINX_B2} = $port + 2;
 $ENV{TEST_NGINX_B3} = $port + 3;
 
+our $HttpConfig = <<'_EOC_';
+upstream llm {
+    kvroute;
+    server 127.0.0.1:$TEST_NGINX_B1;
+    server 127.0.0.1:$TEST_NGINX_B2;
+    server 127.0.0.1:$TEST_NGINX_B3;
+}
+server { listen 127.0.0.1:$TEST_NGINX_B1; location / { return 200 "b1\n"; } }
+server { listen 127.0.0.1:$TEST_NGINX_B2; location / { return 200 "b2\n"; } }
+server { listen 127.0.0.1:$TEST_NGINX_B3; location / { return 200 "b3\n"; } }
+_EOC_
+
 master_on();
 workers(2);
 repeat_each(1);
@@ -52,24 +64,10 @@ Content-Type: application/json
 === TEST 2: every request of a prefix reaches the same server
 --- main_config
 load_module $TEST_NGINX_KVROUTE_SO;
---- http_config
-upstream llm {
-    kvroute;
-    server 127.0.0.1:$TEST_NGINX_B1;
-    server 127.0.0.1:$TEST_NGINX_B2;
-    server 127.0.0.1:$TEST_NGINX_B3;
-}
-server { listen 127.0.0.1:$TEST_NGINX_B1; location / { return 200 "b1\n"; } }
-server { listen 127.0.0.1:$TEST_NGINX_B2; location / { return 200 "b2\n"; } }
-server { listen 127.0.0.1:$TEST_NGINX_B3; location / { return 200 "b3\n"; } }
+--- http_config eval: $::HttpConfig
 --- config
 location /v1/ { proxy_pass http://llm; }
 location = /kvroute_status { kvroute_status; }
-location = /t {
-    # the same prefix ten times through subrequest-free proxies: compare
-    # the backends seen by the first and the later requests
-    return 404;
-}
 --- more_headers
 Content-Type: application/json
 --- request eval
@@ -85,16 +83,7 @@ Content-Type: application/json
 === TEST 3: different prefixes partition across the servers
 --- main_config
 load_module $TEST_NGINX_KVROUTE_SO;
---- http_config
-upstream llm {
-    kvroute;
-    server 127.0.0.1:$TEST_NGINX_B1;
-    server 127.0.0.1:$TEST_NGINX_B2;
-    server 127.0.0.1:$TEST_NGINX_B3;
-}
-server { listen 127.0.0.1:$TEST_NGINX_B1; location / { return 200 "b1\n"; } }
-server { listen 127.0.0.1:$TEST_NGINX_B2; location / { return 200 "b2\n"; } }
-server { listen 127.0.0.1:$TEST_NGINX_B3; location / { return 200 "b3\n"; } }
+--- http_config eval: $::HttpConfig
 --- config
 location /v1/ { proxy_pass http://llm; }
 location = /kvroute_status { kvroute_status; }
