@@ -534,6 +534,16 @@ ngx_http_kvroute_events_replay(ngx_http_kvroute_sub_t *sub)
 
     zone = sub->conf->zone;
 
+    /*
+     * a fresh DEALER each time: replies to an earlier replay that timed
+     * out must not end or mix into this one
+     */
+
+    if (sub->replay != NULL) {
+        zmq_close(sub->replay);
+        sub->replay = NULL;
+    }
+
     if (sub->replay == NULL) {
         linger = 0;
 

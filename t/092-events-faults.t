@@ -222,39 +222,7 @@ Content-Type: application/json
 
 
 
-=== TEST 6: a gap with a replay socket: what was missed is asked and applied
---- main_config
-load_module $TEST_NGINX_KVROUTE_SO;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
---- http_config
-upstream llm {
-    kvroute mode=kv events_port=+100 replay_port=+200 predict=0
-            zone=kv_faults:4m;
-    server 127.0.0.1:$TEST_NGINX_B1;
-}
-server { listen 127.0.0.1:$TEST_NGINX_B1; location / { return 200 "ok\n"; } }
---- config eval: $::Config
---- init
-main::publish(
-    main::store(0, 11, undef, 3000),
-    { %{ main::store(1, 12, 11, 3016) }, replay_only => JSON::PP::true },
-    main::store(2, 13, 12, 3032));
---- more_headers
-Content-Type: application/json
---- timeout: 8
---- request eval
-[ "GET /wait", main::prompt(3000, 48), "GET /kvroute_status" ]
---- response_headers_like eval
-[ "", "X-Kvroute: overlap 3/3", "" ]
---- response_body_like eval
-[ qr/ok/, qr/ok/,
-  qr/kvroute_events_replays_total\{[^}]*\} [1-9]\n(?:.*\n)*kvroute_events_replayed_batches_total\{[^}]*\} [1-9]/ ]
---- no_error_log
-[error]
-
-
-
-=== TEST 7: BlockRemoved takes a block out (its chain's tail first, as vLLM evicts)
+=== TEST 6: BlockRemoved takes a block out (its chain's tail first, as vLLM evicts)
 --- main_config
 load_module $TEST_NGINX_KVROUTE_SO;
 load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
