@@ -31,6 +31,12 @@
 #define NGX_HTTP_KVROUTE_EVENTS_HANDLES  (4 * 1024 * 1024)
 #define NGX_HTTP_KVROUTE_EVENTS_FRAMES   4
 
+/*
+ * libzmq refuses larger frames before they are buffered (the decoder's
+ * own payload limit is 16 MiB too)
+ */
+#define NGX_HTTP_KVROUTE_EVENTS_MAX_MSG  (16 * 1024 * 1024)
+
 
 #define NGX_HTTP_KVROUTE_REPLAY_WAIT    3000   /* ms for a replay to end */
 
@@ -272,6 +278,7 @@ ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
     ngx_int_t slot, ngx_uint_t rank)
 {
     int                           linger, hwm, ivl, ivl_max;
+    int64_t                       max_msg;
     u_char                        host[NGX_SOCKADDR_STRLEN];
     size_t                        len;
     ngx_uint_t                    port;
@@ -341,11 +348,14 @@ ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
     /* reconnects with backoff are libzmq's; nothing here ever blocks */
 
     linger = 0;
+    max_msg = NGX_HTTP_KVROUTE_EVENTS_MAX_MSG;
     hwm = 100000;
     ivl = 100;
     ivl_max = 5000;
 
     if (zmq_setsockopt(sub->socket, ZMQ_LINGER, &linger, sizeof(int)) != 0
+        || zmq_setsockopt(sub->socket, ZMQ_MAXMSGSIZE, &max_msg,
+                          sizeof(int64_t)) != 0
         || zmq_setsockopt(sub->socket, ZMQ_RCVHWM, &hwm, sizeof(int)) != 0
         || zmq_setsockopt(sub->socket, ZMQ_RECONNECT_IVL, &ivl, sizeof(int))
            != 0
@@ -529,6 +539,7 @@ static void
 ngx_http_kvroute_events_replay(ngx_http_kvroute_sub_t *sub)
 {
     int                       linger;
+    int64_t                   max_msg;
     u_char                    seq[8];
     ngx_http_kvroute_zone_t  *zone;
 
@@ -546,12 +557,15 @@ ngx_http_kvroute_events_replay(ngx_http_kvroute_sub_t *sub)
 
     if (sub->replay == NULL) {
         linger = 0;
+        max_msg = NGX_HTTP_KVROUTE_EVENTS_MAX_MSG;
 
         sub->replay = zmq_socket(sub->zmq, ZMQ_DEALER);
 
         if (sub->replay == NULL
             || zmq_setsockopt(sub->replay, ZMQ_LINGER, &linger, sizeof(int))
                != 0
+            || zmq_setsockopt(sub->replay, ZMQ_MAXMSGSIZE, &max_msg,
+                              sizeof(int64_t)) != 0
             || zmq_connect(sub->replay, sub->replay_endpoint) != 0)
         {
             ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
