@@ -1,0 +1,384 @@
+#!/usr/bin/env bash
+# Fault injection under load (RELIABILITY.md, "Fault tests under load").
+# Each scenario starts nginx (master + 2 workers, build/'s module) in front
+# of emulated engines, drives wrk near saturation with valid requests that
+# share prefixes (load.lua), injects one fault mid-run, then checks the
+# outcome and prints PASS or FAIL with figures.
+#
+#   bench/faults/run.sh [scenario ...]     (default: all, in this order)
+#     worker  helper  server  reload  zone  flood
+#
+# FAULTS_SECONDS (load per scenario, default 20), FAULTS_CONNS (default 32).
+# Ports 29000-29399; work directories under build/faults/<scenario>.
+# Exit status 1 when a scenario fails.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+base=$top/build/faults
+secs=${FAULTS_SECONDS:-20}
+conns=${FAULTS_CONNS:-32}
+port=29000              # nginx
+eport=29011             # engine i: HTTP eport+i, events +100, replay +200
+flood_port=29399
+emulator=$top/bench/emulator/main.js
+
+mkdir -p "$base"
+procs=()                # background processes this script started
+master=""
+failed=0
+summary=$base/summary.txt
+: > "$summary"
+
+stop_nginx() {
+    local i
+    [ -n "$master" ] || return 0
+    kill -TERM "$master" 2>/dev/null
+    for i in $(seq 1 50); do
+        kill -0 "$master" 2>/dev/null || break
+        sleep 0.1
+    done
+    master=""
+}
+
+stop_procs() {
+    local p
+    for p in "${procs[@]}"; do
+        kill -TERM "$p" 2>/dev/null
+    done
+    for p in "${procs[@]}"; do
+        wait "$p" 2>/dev/null
+    done
+    procs=()
+}
+
+cleanup() {
+    stop_nginx
+    stop_procs
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+say() { printf '%s\n' "$*"; }
+
+# --- engines ---------------------------------------------------------------
+
+# emu DIR NAME ARGS...: one emulator process; its pid in $emu_pid
+emu() {
+    local dir=$1 name=$2 i
+    shift 2
+    node "$emulator" --time-scale 200 "$@" > "$dir/$name.log" 2>&1 &
+    emu_pid=$!
+    procs+=("$emu_pid")
+    for i in $(seq 1 300); do
+        grep -q '^ready' "$dir/$name.log" && return 0
+        kill -0 "$emu_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    say "emulator $name did not start:"; cat "$dir/$name.log"
+    return 1
+}
+
+# requests engine i accepted (its /metrics; 0 when it is down)
+ereq() {
+    curl -s -m 2 "http://127.0.0.1:$((eport + $1))/metrics" \
+        | awk '/^kvemu_requests_total/ {v = $2} END {print v + 0}'
+}
+
+# engine i's metric NAME
+emetric() {
+    curl -s -m 2 "http://127.0.0.1:$((eport + $1))/metrics" \
+        | awk -v n="$2" '$1 == n {v = $2} END {print v + 0}'
+}
+
+srv() { printf '127.0.0.1:%d' $((eport + $1)); }
+
+# --- nginx -----------------------------------------------------------------
+
+# conf DIR UPSTREAM-LINES [LOCATION-LINES]
+conf() {
+    local dir=$1 up=$2 loc=${3:-}
+    mkdir -p "$dir/logs"
+    cat > "$dir/nginx.conf" <<CONF
+load_module $top/build/ngx_http_kvroute_module.so;
+worker_processes 2;
+error_log logs/error.log notice;
+pid logs/nginx.pid;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_max_body_size 8m;
+    client_body_buffer_size 64k;
+    map \$status \$faults_5xx { ~^5 1; default 0; }
+    log_format faults '\$msec \$status "\$upstream_addr" "\$upstream_status" '
+                      '\$kvroute_server \$kvroute_reason';
+    upstream llm {
+$up
+        keepalive 64;
+    }
+    server {
+        listen 127.0.0.1:$port;
+        location / {
+            access_log logs/5xx.log faults if=\$faults_5xx;
+            proxy_pass http://llm;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            add_header X-Kvroute "\$kvroute_server \$kvroute_reason \$kvroute_overlap/\$kvroute_blocks" always;
+$loc
+        }
+        location = /kvroute_status { kvroute_status; }
+    }
+}
+CONF
+}
+
+ngx_start() {
+    local dir=$1 i
+    : > "$dir/logs/error.log"
+    /usr/sbin/nginx -p "$dir" -c "$dir/nginx.conf" || return 1
+    for i in $(seq 1 50); do
+        [ -s "$dir/logs/nginx.pid" ] && break
+        sleep 0.1
+    done
+    master=$(cat "$dir/logs/nginx.pid")
+    sleep 0.5
+}
+
+# children of the master whose title matches PATTERN
+children() {
+    local p
+    for p in $(pgrep -P "$master"); do
+        tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | grep -q "$1" && echo "$p"
+    done
+}
+
+status() { curl -s -m 5 "http://127.0.0.1:$port/kvroute_status"; }
+
+# msum FILE NAME [SERVER]: sum of a metric's values (for one server)
+msum() {
+    awk -v n="$2" -v s="${3:-}" '
+        (index($0, n "{") == 1 || $1 == n) &&
+        (s == "" || index($0, "server=\"" s "\"")) { t += $NF }
+        END { printf "%d\n", t }' "$1"
+}
+
+# --- load ------------------------------------------------------------------
+
+# load DIR SECONDS: wrk in the background ($load_pid); FAULTS_* pass through
+load() {
+    wrk -t2 -c"$conns" -d"$2s" --timeout 10s -s "$here/load.lua" \
+        "http://127.0.0.1:$port" > "$1/wrk.txt" 2>&1 &
+    load_pid=$!
+    procs+=("$load_pid")
+    load_t0=$SECONDS
+}
+
+# sleep until T seconds into the load
+at() {
+    local left=$(( load_t0 + $1 - SECONDS ))
+    [ "$left" -gt 0 ] && sleep "$left"
+    return 0
+}
+
+load_wait() {
+    wait "$load_pid" 2>/dev/null
+    w_requests=$(awk '/requests in/ {print $1}' "$1/wrk.txt")
+    w_rate=$(awk '/Requests\/sec/ {printf "%d", $2}' "$1/wrk.txt")
+    w_5xx=$(sed -n 's/^statuses: .*5xx \([0-9]*\).*/\1/p' "$1/wrk.txt")
+    w_2xx=$(sed -n 's/^statuses: 2xx \([0-9]*\).*/\1/p' "$1/wrk.txt")
+    w_errors=$(awk '/Socket errors/ {gsub(",", ""); print $4 + $6 + $8 + $10}' \
+                   "$1/wrk.txt")
+    w_errline=$(grep 'Socket errors' "$1/wrk.txt" | sed 's/^ *//')
+    w_5xx=${w_5xx:-?} w_2xx=${w_2xx:-?} w_errors=${w_errors:-0}
+    w_requests=${w_requests:-0} w_rate=${w_rate:-0}
+    say "  wrk: $w_requests requests, $w_rate/s, 2xx $w_2xx, 5xx $w_5xx," \
+        "socket errors $w_errors${w_errline:+ ($w_errline)}"
+}
+
+# --- verdicts --------------------------------------------------------------
+
+scen_ok=1
+
+# check OK-EXPRESSION DESCRIPTION: an arithmetic test, printed either way
+check() {
+    if (( $1 )); then
+        say "  ok    $2"
+    else
+        say "  FAIL  $2"
+        scen_ok=0
+    fi
+}
+
+verdict() {
+    local name=$1 figures=$2
+    if [ "$scen_ok" = 1 ]; then
+        say "PASS $name: $figures"
+        say "PASS | $name | $figures" >> "$summary"
+    else
+        say "FAIL $name: $figures"
+        say "FAIL | $name | $figures" >> "$summary"
+        failed=1
+    fi
+}
+
+# logged LEVELS FILE [EXCLUDE]: error.log lines at those levels
+logged() {
+    grep -E "\[($1)\]" "$2" | { [ -n "${3:-}" ] && grep -vE "$3" || cat; } \
+        | wc -l
+}
+
+begin() {
+    scen_ok=1
+    dir=$base/$1
+    rm -rf "$dir"
+    mkdir -p "$dir/logs"
+    say ""
+    say "== $1: $2"
+}
+
+end() {
+    stop_nginx
+    stop_procs
+}
+
+servers() {
+    local i
+    for i in "$@"; do
+        printf '        server %s max_fails=1 fail_timeout=2s;\n' "$(srv "$i")"
+    done
+}
+
+# --- 1. a worker killed with SIGKILL under load ----------------------------
+
+s_worker() {
+    begin worker "one nginx worker killed with SIGKILL under load"
+    emu "$dir" emulator --engines 3 --base-port $eport || return
+    conf "$dir" "        kvroute capacity=585 zone=faults_worker:8m;
+$(servers 0 1 2)"
+    ngx_start "$dir" || return
+    local before after victim held inflight_pre respawned exits inflight
+    before=$(children 'worker process' | tr '\n' ' ')
+    load "$dir" "$secs"
+    at $(( secs * 2 / 5 ))
+    victim=$(children 'worker process' | head -1)
+    # client connections the victim holds: each has a request in flight
+    held=$(ss -tnpH state established "( sport = :$port )" \
+           | grep -c "pid=$victim,")
+    status > "$dir/status-before.txt"
+    inflight_pre=$(msum "$dir/status-before.txt" kvroute_inflight_requests)
+    kill -KILL "$victim"
+    sleep 1.5
+    after=$(children 'worker process' | tr '\n' ' ')
+    respawned=$(children 'worker process' | grep -c .)
+    children 'worker process' | grep -q "^$victim$" && respawned=-1
+    load_wait "$dir"
+    sleep 1
+    status > "$dir/status.txt"
+    inflight=$(msum "$dir/status.txt" kvroute_inflight_requests)
+    exits=$(grep -c "worker process $victim exited on signal 9" \
+            "$dir/logs/error.log")
+    say "  workers before: $before; killed $victim holding $held client" \
+        "connections ($inflight_pre requests in flight in all workers);" \
+        "workers after: $after"
+    check "respawned == 2 && exits == 1" \
+        "master logged the exit ($exits) and respawned: $respawned workers without $victim"
+    check "w_5xx == 0" "no 5xx ($w_5xx)"
+    check "w_errors <= held" \
+        "socket errors ($w_errors) <= connections the killed worker held ($held)"
+    check "inflight == 0" "in-flight requests after the load: $inflight"
+    local other
+    other=$(logged 'alert|crit|emerg' "$dir/logs/error.log" \
+            "worker process $victim exited on signal 9")
+    check "other == 0" "other alert/crit/emerg lines in error.log: $other"
+    verdict "worker SIGKILL" "$w_requests requests, 5xx $w_5xx, socket errors $w_errors (killed worker held $held connections), worker respawned, in flight after 0 = $inflight"
+    end
+}
+
+# --- 2. the events helper killed with SIGKILL under load -------------------
+
+s_helper() {
+    begin helper "the events helper killed with SIGKILL under load (mode=kv, replay)"
+    emu "$dir" emulator --engines 3 --base-port $eport --kv-events zmq \
+        --events-base-port $((eport + 100)) \
+        --replay-base-port $((eport + 200)) || return
+    conf "$dir" "        kvroute mode=kv events_port=+100 replay_port=+200 zone=faults_helper:8m;
+$(servers 0 1 2)"
+    ngx_start "$dir" || return
+    local victim starts0 entries0 replays0 replayed0 t0 ms low=-1 back=-1 e s newh
+    load "$dir" "$secs"
+    at $(( secs * 2 / 5 ))
+    victim=$(children 'cache manager')
+    status > "$dir/status-before.txt"
+    starts0=$(msum "$dir/status-before.txt" kvroute_events_helper_starts_total)
+    # blocks the engines reported (index entries also hold predictions)
+    entries0=$(msum "$dir/status-before.txt" kvroute_indexed_blocks)
+    replays0=$(msum "$dir/status-before.txt" kvroute_events_replays_total)
+    replayed0=$(msum "$dir/status-before.txt" \
+                kvroute_events_replayed_batches_total)
+    t0=$(date +%s%N)
+    kill -KILL "$victim"
+    # the index: lowest value seen, and when it is back to 80%
+    for _ in $(seq 1 60); do
+        status > "$dir/status-poll.txt"
+        s=$(msum "$dir/status-poll.txt" kvroute_events_helper_starts_total)
+        e=$(msum "$dir/status-poll.txt" kvroute_indexed_blocks)
+        ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+        echo "$ms $s $e" >> "$dir/index-after-kill.txt"
+        if [ "$s" -gt "$starts0" ]; then
+            { [ "$low" -lt 0 ] || [ "$e" -lt "$low" ]; } && low=$e
+            if [ "$back" -lt 0 ] && [ $(( e * 10 )) -ge $(( entries0 * 8 )) ]; then
+                back=$ms
+                break
+            fi
+        fi
+        sleep 0.05
+    done
+    newh=$(children 'cache manager')
+    load_wait "$dir"
+    sleep 1
+    status > "$dir/status.txt"
+    local starts replays inflight entries overlap decisions replayed
+    starts=$(msum "$dir/status.txt" kvroute_events_helper_starts_total)
+    replays=$(msum "$dir/status.txt" kvroute_events_replays_total)
+    inflight=$(msum "$dir/status.txt" kvroute_inflight_requests)
+    entries=$(msum "$dir/status.txt" kvroute_indexed_blocks)
+    replayed=$(msum "$dir/status.txt" kvroute_events_replayed_batches_total)
+    overlap=$(grep 'reason="overlap"' "$dir/status.txt" | awk '{print $NF}')
+    decisions=$(msum "$dir/status.txt" kvroute_decisions_total)
+    say "  helper $victim killed; new helper ${newh:-none}; indexed blocks" \
+        "before $entries0, lowest seen after the restart $low, back to 80%" \
+        "after ${back} ms (first poll after the kill: $(head -1 \
+        "$dir/index-after-kill.txt"), ms/starts/blocks); replays $replays0" \
+        "-> $replays, batches replayed $((replayed - replayed0)); indexed" \
+        "blocks at the end $entries; overlap decisions $overlap of $decisions"
+    check "starts == starts0 + 1 && ${newh:-0} > 0 && ${newh:-0} != victim" \
+        "respawned: helper starts $starts0 -> $starts, new pid ${newh:-none}"
+    check "replays >= replays0 + 3 && replayed > replayed0" \
+        "replays asked from the 3 engines: $((replays - replays0)), $((replayed - replayed0)) batches replayed"
+    check "back >= 0 && back <= 2000" \
+        "index back to >= 80% of $entries0 blocks within 2 s (${back} ms)"
+    check "w_5xx == 0 && w_errors == 0" "no 5xx ($w_5xx), no socket errors ($w_errors)"
+    check "inflight == 0" "in-flight requests after the load: $inflight"
+    verdict "helper SIGKILL" "$w_requests requests, 5xx $w_5xx, helper starts $starts0 -> $starts, indexed blocks $entries0 -> $low ${back} ms after the kill, rebuilt by replay ($((replayed - replayed0)) batches)"
+    end
+}
+
+s_placeholder() { :; }
+
+# --- main ------------------------------------------------------------------
+
+[ -f "$top/build/ngx_http_kvroute_module.so" ] || {
+    say "build/ngx_http_kvroute_module.so missing: make module"; exit 1; }
+
+all="worker helper server reload zone flood"
+for s in ${*:-$all}; do
+    case "$s" in
+    worker|helper|server|reload|zone|flood) "s_$s" ;;
+    *) say "unknown scenario $s (one of: $all)"; exit 2 ;;
+    esac
+done
+
+say ""
+say "== summary ($(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg))"
+cat "$summary"
+exit $failed
