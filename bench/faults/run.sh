@@ -88,7 +88,8 @@ ereq() {
 # engine i's metric NAME
 emetric() {
     curl -s -m 2 "http://127.0.0.1:$((eport + $1))/metrics" \
-        | awk -v n="$2" '$1 == n {v = $2} END {print v + 0}'
+        | awk -v n="$2" 'index($0, n "{") == 1 || $1 == n {v = $NF}
+                         END {print v + 0}'
 }
 
 srv() { printf '127.0.0.1:%d' $((eport + $1)); }
@@ -363,7 +364,187 @@ $(servers 0 1 2)"
     end
 }
 
-s_placeholder() { :; }
+# --- 3. a server stopped mid-run and started again -------------------------
+
+# one emulator process per engine, so one can stop; engine i is "e<i>-0"
+engine() {
+    emu "$dir" "engine$1" --engines 1 --base-port $((eport + $1)) \
+        --kv-events zmq --events-base-port $((eport + 100 + $1)) \
+        --replay-base-port $((eport + 200 + $1)) --name-prefix "e$1-"
+}
+
+# s_server [LOCATION-LINES]: the default proxy_next_upstream unless given
+s_server() {
+    local name=server extra=${1:-} label="default proxy_next_upstream"
+    [ -n "$extra" ] && name=server-retry label="$extra"
+    begin "$name" "a server stopped mid-run and started again (mode=kv, $label)"
+    local i pids=()
+    for i in 0 1 2; do
+        engine "$i" || return
+        pids[i]=$emu_pid
+    done
+    conf "$dir" "        kvroute mode=kv events_port=+100 replay_port=+200 zone=faults_server:8m;
+$(servers 0 1 2)" "            $extra"
+    ngx_start "$dir" || return
+    local run=$(( secs + 6 )) stop_at=$(( secs * 3 / 10 ))
+    local down=$(( secs / 5 )) s1 blocks_pre inflight_pre gaps_pre
+    load "$dir" "$run"
+    at "$stop_at"
+    status > "$dir/status-before.txt"
+    s1=$(srv 1)
+    blocks_pre=$(msum "$dir/status-before.txt" kvroute_indexed_blocks "$s1")
+    inflight_pre=$(msum "$dir/status-before.txt" kvroute_inflight_requests "$s1")
+    gaps_pre=$(msum "$dir/status-before.txt" kvroute_events_gaps_total "$s1")
+    local served_pre
+    served_pre=$(ereq 1)
+    kill -TERM "${pids[1]}"
+    wait "${pids[1]}" 2>/dev/null
+    say "  engine 1 ($s1) stopped at t+${stop_at}s: it had served" \
+        "$served_pre requests, $inflight_pre in flight through kvroute," \
+        "$blocks_pre blocks indexed"
+    sleep 1
+    status > "$dir/status-down.txt"
+    local blocks_down
+    blocks_down=$(msum "$dir/status-down.txt" kvroute_indexed_blocks "$s1")
+    at $(( stop_at + down ))
+    engine 1 || return
+    local t_back=$(( SECONDS - load_t0 )) t0 seen=-1 blocks_seen=-1 bound
+    # distinct blocks an engine can hold: with the stale entries kept,
+    # the index would hold more (the old cache's tails and the new one's)
+    bound=$(emetric 1 kvemu_cache_blocks)
+    t0=$(date +%s%N)
+    # the sequence starts again at 0: kvroute sees a gap, drops what it
+    # held for the server and replays the new engine's buffer
+    for _ in $(seq 1 160); do
+        status > "$dir/status-poll.txt"
+        if [ "$(msum "$dir/status-poll.txt" kvroute_events_gaps_total \
+                "$s1")" -gt "$gaps_pre" ]; then
+            seen=$(( ($(date +%s%N) - t0) / 1000000 ))
+            blocks_seen=$(msum "$dir/status-poll.txt" kvroute_indexed_blocks \
+                          "$s1")
+            break
+        fi
+        sleep 0.05
+    done
+    local back_pre
+    sleep 2
+    back_pre=$(ereq 1)
+    local e0a e2a
+    e0a=$(ereq 0) e2a=$(ereq 2)
+    load_wait "$dir"
+    local back_end e0b e2b
+    back_end=$(ereq 1) e0b=$(ereq 0) e2b=$(ereq 2)
+    sleep 1
+    status > "$dir/status.txt"
+    local inflight blocks_end refused prem lost
+    inflight=$(msum "$dir/status.txt" kvroute_inflight_requests)
+    blocks_end=$(msum "$dir/status.txt" kvroute_indexed_blocks "$s1")
+    refused=$(grep -c 'Connection refused) while connecting to upstream' \
+              "$dir/logs/error.log")
+    prem=$(grep -cE 'prematurely closed|reset by peer' "$dir/logs/error.log")
+    # 5xx answered by the stopped engine's address alone: lost in flight
+    lost=$(grep -c " 50[0-9] \"$s1\" " "$dir/logs/5xx.log")
+    local last=$(( back_end - back_pre )) total=$(( back_end - back_pre
+                 + e0b - e0a + e2b - e2a ))
+    say "  engine 1 back at t+${t_back}s; sequence reset seen by kvroute" \
+        "after ${seen} ms, its indexed blocks then $blocks_seen (before the" \
+        "stop $blocks_pre, while down $blocks_down; the engine holds at" \
+        "most $bound), at the end $blocks_end"
+    say "  requests to engine 1 from 2 s after its return to the end:" \
+        "$last of $total; connect() refused and retried: $refused;" \
+        "upstream closed mid-request: $prem"
+    if [ -s "$dir/logs/5xx.log" ]; then
+        say "  5xx (access log: msec status upstream_addr upstream_status server reason):"
+        head -5 "$dir/logs/5xx.log" | sed 's/^/    /'
+    fi
+    if [ -n "$extra" ]; then
+        check "w_5xx == 0" "no 5xx ($w_5xx; engine 1 had $inflight_pre in flight when it stopped)"
+    else
+        # nginx never passes a POST to another server once it was sent:
+        # the requests engine 1 was serving fail, nothing else may
+        check "w_5xx == lost && lost <= inflight_pre" \
+            "5xx ($w_5xx) only for requests engine 1 was serving when it died ($lost closed mid-request, $inflight_pre were in flight)"
+    fi
+    check "w_errors == 0" "no socket errors ($w_errors)"
+    check "refused > 0" "requests refused by the stopped engine were retried ($refused connect() failures)"
+    check "seen >= 0 && blocks_end <= bound && blocks_seen <= bound" \
+        "sequence reset seen (${seen} ms after the return); indexed blocks then $blocks_seen and at the end $blocks_end <= $bound the engine can hold (stale entries dropped)"
+    check "last * 10 >= total" \
+        "traffic returned: engine 1 served $last of $total requests after its return (>= 10%)"
+    check "inflight == 0" "in-flight requests after the load: $inflight"
+    verdict "server stop/start ($label)" "$w_requests requests, 5xx $w_5xx, $refused refused connects retried, engine 1 had $inflight_pre in flight at the stop, reset seen ${seen} ms after the return, engine 1 served $last/$total after it"
+    end
+}
+
+# --- 4. nginx -s reload under load with a changed upstream -----------------
+
+# wait_exit PIDS...: milliseconds until every pid is gone (-1 after 15 s)
+wait_exit() {
+    local t0 p alive ms
+    t0=$(date +%s%N)
+    for _ in $(seq 1 300); do
+        alive=0
+        for p in "$@"; do
+            kill -0 "$p" 2>/dev/null && alive=1
+        done
+        ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+        [ "$alive" = 0 ] && { echo "$ms"; return; }
+        sleep 0.05
+    done
+    echo -1
+}
+
+s_reload() {
+    begin reload "nginx -s reload under load: a server added, then one removed"
+    emu "$dir" emulator --engines 3 --base-port $eport || return
+    local up="        kvroute capacity=585 zone=faults_reload:8m;"
+    conf "$dir" "$up
+$(servers 0 1)"
+    ngx_start "$dir" || return
+    local old1 old2 x1 x2 a0 a1 a2 a3 b1 b2 c1 c2 c3 n1 n2
+    load "$dir" "$secs"
+    at $(( secs * 3 / 10 ))
+    old1=$(children 'worker process')
+    conf "$dir" "$up
+$(servers 0 1 2)"
+    /usr/sbin/nginx -p "$dir" -c "$dir/nginx.conf" -s reload \
+        2>> "$dir/logs/reload.log"
+    x1=$(wait_exit $old1)
+    sleep 0.5
+    a1=$(ereq 0) b1=$(ereq 1) c1=$(ereq 2)
+    at $(( secs * 65 / 100 ))
+    a2=$(ereq 0) b2=$(ereq 1) c2=$(ereq 2)
+    old2=$(children 'worker process')
+    conf "$dir" "$up
+$(servers 1 2)"
+    /usr/sbin/nginx -p "$dir" -c "$dir/nginx.conf" -s reload \
+        2>> "$dir/logs/reload.log"
+    x2=$(wait_exit $old2)
+    a3=$(ereq 0)
+    load_wait "$dir"
+    local a4 b4 c4
+    a4=$(ereq 0) b4=$(ereq 1) c4=$(ereq 2)
+    sleep 1
+    status > "$dir/status.txt"
+    local inflight workers
+    inflight=$(msum "$dir/status.txt" kvroute_inflight_requests)
+    workers=$(children 'worker process' | grep -c .)
+    n1=$(echo $old1) n2=$(echo $old2)
+    say "  reload 1 (+ engine 2): old workers $n1 gone after ${x1} ms;" \
+        "then to the reload 2: engine 0/1/2 served $((a2 - a1))/$((b2 - b1))/$((c2 - c1))"
+    say "  reload 2 (- engine 0): old workers $n2 gone after ${x2} ms; from" \
+        "then to the end: engine 0/1/2 served $((a4 - a3))/$((b4 - b2))/$((c4 - c2))" \
+        "(engine 0 while old workers drained: $((a3 - a2)))"
+    check "w_5xx == 0" "no 5xx ($w_5xx)"
+    check "w_errors == 0" "no socket errors ($w_errors)"
+    check "x1 >= 0 && x2 >= 0 && workers == 2" \
+        "old workers exited (${x1} ms, ${x2} ms after the reload), $workers workers now"
+    check "c2 - c1 > 0" "the added engine 2 served $((c2 - c1)) after reload 1"
+    check "a4 - a3 == 0" "the removed engine 0 served $((a4 - a3)) after reload 2's old workers left"
+    check "inflight == 0" "in-flight requests after the load: $inflight"
+    verdict "reload with a changed upstream" "$w_requests requests, 5xx $w_5xx, socket errors $w_errors, old workers gone in ${x1} / ${x2} ms, added server served $((c2 - c1)), removed server $((a4 - a3)) after, in flight after $inflight"
+    end
+}
 
 # --- main ------------------------------------------------------------------
 
@@ -374,6 +555,7 @@ all="worker helper server reload zone flood"
 for s in ${*:-$all}; do
     case "$s" in
     worker|helper|server|reload|zone|flood) "s_$s" ;;
+    server-retry) s_server "proxy_next_upstream error timeout non_idempotent;" ;;
     *) say "unknown scenario $s (one of: $all)"; exit 2 ;;
     esac
 done
