@@ -22,6 +22,7 @@ port=29000              # nginx
 eport=29011             # engine i: HTTP eport+i, events +100, replay +200
 flood_port=29399
 emulator=$top/bench/emulator/main.js
+export FAULTS_PREFIXES=32 FAULTS_BLOCKS=8     # load.lua's shared prefixes
 
 mkdir -p "$base"
 procs=()                # background processes this script started
@@ -543,6 +544,169 @@ $(servers 1 2)"
     check "a4 - a3 == 0" "the removed engine 0 served $((a4 - a3)) after reload 2's old workers left"
     check "inflight == 0" "in-flight requests after the load: $inflight"
     verdict "reload with a changed upstream" "$w_requests requests, 5xx $w_5xx, socket errors $w_errors, old workers gone in ${x1} / ${x2} ms, added server served $((c2 - c1)), removed server $((a4 - a3)) after, in flight after $inflight"
+    end
+}
+
+# --- 5. the index zone filled to its limit ---------------------------------
+
+# the smallest zone size (kB) nginx -t accepts, from its own message
+min_zone() {
+    conf "$dir" "        kvroute zone=faults_zone:1k;
+$(servers 0)"
+    /usr/sbin/nginx -t -p "$dir" -c "$dir/nginx.conf" 2>&1 \
+        | sed -n 's/.*expected at least \([0-9]*\)k.*/\1/p'
+}
+
+s_zone() {
+    begin zone "the index zone at its minimum size, filled by distinct prefixes"
+    local kb
+    kb=$(min_zone)
+    [ -n "$kb" ] || { say "  cannot find the minimum zone size"; scen_ok=0;
+                      verdict "zone filled" "no minimum found"; return; }
+    emu "$dir" emulator --engines 3 --base-port $eport || return
+    conf "$dir" "        kvroute zone=faults_zone:${kb}k;
+$(servers 0 1 2)"
+    ngx_start "$dir" || return
+    local max=0 cap=0 over=0 samples=0 e c
+    FAULTS_UNIQUE=1 load "$dir" "$secs"
+    while kill -0 "$load_pid" 2>/dev/null; do
+        status > "$dir/status-poll.txt"
+        e=$(msum "$dir/status-poll.txt" kvroute_index_entries)
+        c=$(msum "$dir/status-poll.txt" kvroute_index_capacity)
+        echo "$(( SECONDS - load_t0 )) $e $c" >> "$dir/entries.txt"
+        samples=$(( samples + 1 ))
+        [ "$e" -gt "$max" ] && max=$e
+        [ "$c" -gt "$cap" ] && cap=$c
+        [ "$e" -gt "$c" ] && over=$(( over + 1 ))
+        sleep 0.25
+    done
+    load_wait "$dir"
+    sleep 1
+    status > "$dir/status.txt"
+    local evict inflight nomem_reason nomem_log alerts entries routed
+    evict=$(msum "$dir/status.txt" kvroute_index_full_evictions_total)
+    routed=$(msum "$dir/status.txt" kvroute_decisions_total)
+    entries=$(msum "$dir/status.txt" kvroute_index_entries)
+    inflight=$(msum "$dir/status.txt" kvroute_inflight_requests)
+    nomem_reason=$(grep 'reason="no-memory"' "$dir/status.txt" \
+                   | awk '{print $NF}')
+    nomem_log=$(grep -ci 'no memory' "$dir/logs/error.log")
+    alerts=$(logged 'alert|crit|emerg' "$dir/logs/error.log")
+    say "  zone ${kb}k (the minimum nginx -t accepts): capacity $cap" \
+        "entries; $samples samples during the load, highest $max, above" \
+        "the capacity $over times; at the end $entries; full-zone" \
+        "evictions $evict; decisions no-memory ${nomem_reason:-0}"
+    say "  error.log: $(wc -l < "$dir/logs/error.log") lines," \
+        "'no memory' $nomem_log, alert/crit/emerg $alerts"
+    check "w_5xx == 0 && w_errors == 0" "no 5xx ($w_5xx), no socket errors ($w_errors)"
+    check "cap > 0 && over == 0 && max <= cap" "entries never above the bound ($max <= $cap)"
+    check "max * 10 >= cap * 9" "the zone was filled (highest $max of $cap)"
+    # every request records its distinct blocks (its own prefix and one of
+    # its tail): all but what the zone holds were evicted
+    local per=$(( FAULTS_BLOCKS + 1 ))
+    check "evict > 0 && evict == routed * per - entries" \
+        "evictions counted: $evict = $routed requests x $per blocks - $entries held"
+    check "nomem_log == 0 && alerts == 0" "no 'no memory' ($nomem_log) or alert/crit ($alerts) in error.log"
+    check "inflight == 0" "in-flight requests after the load: $inflight"
+    verdict "index zone filled" "zone ${kb}k, $w_requests requests with distinct prefixes, 5xx $w_5xx, entries at most $max of $cap, $evict full-zone evictions, no-memory decisions ${nomem_reason:-0}, 'no memory' log lines $nomem_log"
+    end
+}
+
+# --- 6. a flood of malformed event messages --------------------------------
+
+# json FILE KEY: a number from flood.js's summary line
+json() { sed -n "s/.*\"$2\":\([0-9.]*\).*/\1/p" "$1" | tail -1; }
+
+s_flood() {
+    local rate=${FAULTS_FLOOD_RATE:-12000} every=20
+    begin flood "$rate malformed event messages/s with valid ones on engine 2's endpoint (mode=kv)"
+    emu "$dir" emulator --engines 3 --base-port $eport --kv-events zmq \
+        --events-base-port $((eport + 100)) --replay-base-port 0 || return
+    local fsecs=$(( secs / 2 )) delay=4 flood_pid
+    # engine 2's events come from the flood publisher instead
+    node "$here/flood.js" "tcp://127.0.0.1:$flood_port" "$delay" "$fsecs" \
+        "$rate" "$every" > "$dir/flood.out" 2> "$dir/flood.err" &
+    flood_pid=$!
+    procs+=("$flood_pid")
+    local t_bind=$SECONDS s2
+    s2=$(srv 2)
+    conf "$dir" "        kvroute mode=kv events_port=+100 zone=faults_flood:8m;
+$(servers 0 1 2)
+        kvroute_events $s2 tcp://127.0.0.1:$flood_port;"
+    ngx_start "$dir" || return
+    load "$dir" "$secs"
+    # requests served each second (all engines), and when the flood ran
+    local t prev now started=-1 stopped=-1
+    prev=$(( $(ereq 0) + $(ereq 1) + $(ereq 2) ))
+    while kill -0 "$load_pid" 2>/dev/null; do
+        sleep 1
+        now=$(( $(ereq 0) + $(ereq 1) + $(ereq 2) ))
+        t=$(( SECONDS - load_t0 ))
+        [ "$started" -lt 0 ] && grep -q '^start' "$dir/flood.out" && started=$t
+        [ "$stopped" -lt 0 ] && grep -q '^{' "$dir/flood.out" && stopped=$t
+        echo "$t $(( now - prev )) ${started} ${stopped}" >> "$dir/rate.txt"
+        prev=$now
+    done
+    load_wait "$dir"
+    # the helper may still be reading the queue
+    local m m0=-1
+    for _ in $(seq 1 30); do
+        status > "$dir/status.txt"
+        m=$(msum "$dir/status.txt" kvroute_events_messages_total "$s2")
+        grep -q '^{' "$dir/flood.out" && [ "$m" = "$m0" ] && break
+        m0=$m
+        sleep 1
+    done
+    local frame_bad payload_bad valid blocks bad_s fsent
+    frame_bad=$(json "$dir/flood.out" frame_bad)
+    payload_bad=$(json "$dir/flood.out" payload_bad)
+    valid=$(json "$dir/flood.out" valid)
+    blocks=$(json "$dir/flood.out" valid_blocks)
+    bad_s=$(json "$dir/flood.out" bad_per_s)
+    fsent=$(json "$dir/flood.out" seconds)
+    fsent=${fsent:-0}
+    local msgs dropped stored gaps inflight
+    msgs=$(msum "$dir/status.txt" kvroute_events_messages_total "$s2")
+    dropped=$(msum "$dir/status.txt" kvroute_events_dropped_total "$s2")
+    stored=$(msum "$dir/status.txt" kvroute_events_stored_blocks_total "$s2")
+    gaps=$(msum "$dir/status.txt" kvroute_events_gaps_total "$s2")
+    inflight=$(msum "$dir/status.txt" kvroute_inflight_requests)
+    # the last valid chain, asked through kvroute: engine 2 holds it
+    local ids probe
+    ids=$(sed -n 's/.*"last_chain_ids":\[\([0-9,]*\)\].*/\1/p' "$dir/flood.out")
+    probe=$(curl -s -m 5 -o /dev/null -D - -H 'Content-Type: application/json' \
+            -d "{\"model\":\"m\",\"max_tokens\":2,\"prompt\":[$ids,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]}" \
+            "http://127.0.0.1:$port/v1/completions" \
+            | sed -n 's/^X-Kvroute: \(.*\)\r$/\1/p')
+    # requests/s before, during and after the flood
+    local before during after
+    before=$(awk -v a="$started" '$1 > 1 && $1 <= a {s += $2; n++}
+                 END {printf "%d", n ? s / n : 0}' "$dir/rate.txt")
+    during=$(awk -v a="$started" -v b="$stopped" '$1 > a && (b < 0 || $1 <= b) {s += $2; n++}
+                 END {printf "%d", n ? s / n : 0}' "$dir/rate.txt")
+    after=$(awk -v b="$stopped" 'b >= 0 && $1 > b + 1 {s += $2; n++}
+                 END {printf "%d", n ? s / n : 0}' "$dir/rate.txt")
+    local lines droplines
+    lines=$(wc -l < "$dir/logs/error.log")
+    droplines=$(grep -c 'dropped a message' "$dir/logs/error.log")
+    local bad=$(( ${frame_bad:-0} + ${payload_bad:-0} ))
+    say "  flood: ${fsent:-?} s, $bad bad ($frame_bad frame-level," \
+        "$payload_bad payload-level, ${bad_s:-?}/s) and $valid valid batches" \
+        "($blocks blocks); kvroute counted $msgs messages, $dropped dropped," \
+        "$stored blocks stored, $gaps gaps"
+    say "  requests/s before the flood $before, during $during, after $after;" \
+        "probe with the last valid chain: $probe"
+    say "  error.log: $lines lines, 'dropped a message' $droplines"
+    check "w_5xx == 0 && w_errors == 0" "no 5xx ($w_5xx), no socket errors ($w_errors)"
+    check "bad >= rate * 8 / 10 * ${fsent%.*} && msgs == bad + valid" \
+        "every message arrived: $msgs = $bad bad + $valid valid"
+    check "dropped == bad" "every bad message dropped and counted ($dropped of $bad)"
+    check "stored == blocks && gaps == 0" "every valid batch applied: $stored of $blocks blocks, $gaps gaps"
+    check "$(case "$probe" in "$s2 overlap 4/5") echo 1;; *) echo 0;; esac)" \
+        "the last valid chain routes to engine 2 ($probe; expected '$s2 overlap 4/5')"
+    check "droplines <= 2" "error log rate-limited: $droplines 'dropped a message' lines"
+    check "inflight == 0" "in-flight requests after the load: $inflight"
+    verdict "malformed-event flood" "$bad bad messages in ${fsent:-?} s (${bad_s:-?}/s) + $valid valid: $dropped dropped and counted, $stored/$blocks valid blocks applied, 5xx $w_5xx, req/s $before before / $during during / $after after, $droplines log lines"
     end
 }
 
