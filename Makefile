@@ -31,6 +31,7 @@ include mk/tokenizer.mk
 -include mk/jinja.mk
 -include mk/events.mk
 -include mk/asan.mk
+-include mk/faults.mk
 
 # the whole suite again against the module built with ASan + UBSan
 TEST_TARGETS += test-asan

@@ -6,7 +6,7 @@
 # outcome and prints PASS or FAIL with figures.
 #
 #   bench/faults/run.sh [scenario ...]     (default: all, in this order)
-#     worker  helper  server  reload  zone  flood
+#     worker  helper  server  server-retry  reload  zone  flood
 #
 # FAULTS_SECONDS (load per scenario, default 20), FAULTS_CONNS (default 32).
 # Ports 29000-29399; work directories under build/faults/<scenario>.
@@ -146,12 +146,26 @@ ngx_start() {
     sleep 0.5
 }
 
-# children of the master whose title matches PATTERN
+# children of the master whose title matches PATTERN (from /proc, no procps)
 children() {
-    local p
-    for p in $(pgrep -P "$master"); do
+    local stat p
+    for stat in /proc/[0-9]*/stat; do
+        p=${stat#/proc/}
+        p=${p%/stat}
+        # field 4 is the parent; the name in field 2 has no blanks here
+        [ "$(awk '{print $4}' "$stat" 2>/dev/null)" = "$master" ] || continue
         tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | grep -q "$1" && echo "$p"
     done
+}
+
+# client connections to nginx's port that process PID holds (established)
+held() {
+    local inodes
+    inodes=$(ls -l "/proc/$1/fd" 2>/dev/null \
+             | sed -n 's/.*socket:\[\([0-9]*\)\]$/\1/p' | tr '\n' ' ')
+    awk -v port="$(printf ':%04X' "$port")" -v inodes=" $inodes " '
+        $2 ~ port "$" && $4 == "01" && index(inodes, " " $10 " ") { n++ }
+        END { print n + 0 }' /proc/net/tcp
 }
 
 status() { curl -s -m 5 "http://127.0.0.1:$port/kvroute_status"; }
@@ -264,8 +278,7 @@ $(servers 0 1 2)"
     at $(( secs * 2 / 5 ))
     victim=$(children 'worker process' | head -1)
     # client connections the victim holds: each has a request in flight
-    held=$(ss -tnpH state established "( sport = :$port )" \
-           | grep -c "pid=$victim,")
+    held=$(held "$victim")
     status > "$dir/status-before.txt"
     inflight_pre=$(msum "$dir/status-before.txt" kvroute_inflight_requests)
     kill -KILL "$victim"
@@ -715,7 +728,7 @@ $(servers 0 1 2)
 [ -f "$top/build/ngx_http_kvroute_module.so" ] || {
     say "build/ngx_http_kvroute_module.so missing: make module"; exit 1; }
 
-all="worker helper server reload zone flood"
+all="worker helper server server-retry reload zone flood"
 for s in ${*:-$all}; do
     case "$s" in
     worker|helper|server|reload|zone|flood) "s_$s" ;;
