@@ -5,6 +5,8 @@
  * seed KVR_HASH_SEED.
  */
 
+#include <string.h>
+
 /* the XXH3 state on the stack (portable path) needs its definition */
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
@@ -149,6 +151,82 @@ kvr_hash_text_blocks(const void *data, size_t len, size_t chunk_bytes,
     }
 
     return n;
+}
+
+
+void
+kvr_hash_text_init(kvr_hash_text_t *ht, size_t chunk_bytes, uint64_t seed,
+    uint64_t *out, size_t max_out, unsigned char *part)
+{
+    ht->seq = seed;
+    ht->chunk_bytes = chunk_bytes;
+    ht->out = out;
+    ht->max_out = (chunk_bytes == 0 || part == NULL) ? 0 : max_out;
+    ht->n = 0;
+    ht->len = 0;
+    ht->part = part;
+    ht->part_len = 0;
+}
+
+
+void
+kvr_hash_text_add(kvr_hash_text_t *ht, const void *data, size_t len)
+{
+    size_t                take, chunk, n;
+    uint64_t              seq;
+    const unsigned char  *p;
+
+    ht->len += len;
+
+    if (ht->n == ht->max_out) {
+        return;
+    }
+
+    p = data;
+    chunk = ht->chunk_bytes;
+
+    /* first the chunk begun by earlier pieces */
+
+    if (ht->part_len > 0) {
+        take = chunk - ht->part_len;
+
+        if (take > len) {
+            take = len;
+        }
+
+        memcpy(ht->part + ht->part_len, p, take);
+        ht->part_len += take;
+        p += take;
+        len -= take;
+
+        if (ht->part_len < chunk) {
+            return;
+        }
+
+        ht->seq = XXH3_64bits_withSeed(ht->part, chunk, ht->seq);
+        ht->out[ht->n++] = ht->seq;
+        ht->part_len = 0;
+    }
+
+    /* whole chunks where they lie (locals: out may alias the state) */
+
+    n = ht->n;
+    seq = ht->seq;
+
+    while (len >= chunk && n < ht->max_out) {
+        seq = XXH3_64bits_withSeed(p, chunk, seq);
+        ht->out[n++] = seq;
+        p += chunk;
+        len -= chunk;
+    }
+
+    ht->n = n;
+    ht->seq = seq;
+
+    if (len > 0 && n < ht->max_out) {
+        memcpy(ht->part, p, len);
+        ht->part_len = len;
+    }
 }
 
 

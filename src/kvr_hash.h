@@ -38,10 +38,37 @@ uint64_t kvr_hash_chain(uint64_t parent, uint64_t block);
 
 /*
  * Text keys: data cut into chunk_bytes-sized chunks, each hashed with the
- * previous chunk's key as its seed (the first with seed).  Writes at most max_out sequence hashes; returns how many.
+ * previous chunk's key as its seed (the first with seed).  Writes at most
+ * max_out sequence hashes; returns how many.
  */
 size_t kvr_hash_text_blocks(const void *data, size_t len, size_t chunk_bytes,
     uint64_t seed, uint64_t *out, size_t max_out);
+
+
+/*
+ * The same keys for a text given in pieces (a prompt never rendered into
+ * one buffer): after init, add the pieces in order; n then equals what
+ * kvr_hash_text_blocks() returns for their concatenation, and out holds
+ * the same keys.  Chunks inside a piece are hashed in place; only a chunk
+ * that straddles pieces is gathered into part (chunk_bytes bytes, the
+ * caller's).
+ */
+typedef struct {
+    uint64_t         seq;
+    size_t           chunk_bytes;
+    uint64_t        *out;
+    size_t           max_out;
+    size_t           n;           /* keys written to out */
+    size_t           len;         /* bytes added */
+    unsigned char   *part;
+    size_t           part_len;
+} kvr_hash_text_t;
+
+
+void kvr_hash_text_init(kvr_hash_text_t *ht, size_t chunk_bytes,
+    uint64_t seed, uint64_t *out, size_t max_out, unsigned char *part);
+
+void kvr_hash_text_add(kvr_hash_text_t *ht, const void *data, size_t len);
 
 /*
  * Token keys: ids cut into block_size-token blocks, each block hashed as

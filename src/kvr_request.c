@@ -48,15 +48,35 @@
 /* objects up to this many members are sorted by insertion */
 #define KVR_REQUEST_SORT_SMALL  12
 
+/*
+ * with a sink: plain strings this long go to it straight from the body,
+ * shorter ones through the buffer; the buffer is handed on when it holds
+ * this much, and kept for the next request up to KVR_REQUEST_KEEP bytes
+ */
+#define KVR_REQUEST_DIRECT      128
+#define KVR_REQUEST_SINK_CAP    4096
+#define KVR_REQUEST_FLUSH       (16 * 1024)
+#define KVR_REQUEST_KEEP        (256 * 1024)
+
 
 typedef struct {
     char                *data;
     size_t               len;
     size_t               cap;
     size_t               hint;     /* size of the first allocation */
-    size_t               max;      /* bound on len */
+    size_t               max;      /* bound on len (less what went out) */
     kvr_parse_status_e   status;   /* why an add failed */
+
+    /* with a sink, data is a buffer that goes out to it */
+    kvr_request_sink_pt  sink;
+    void                *sink_data;
+    size_t               out;      /* bytes given to the sink */
 } kvr_render_t;
+
+
+/* the sink's buffer, kept between requests (one per process) */
+static char    *kvr_request_kept;
+static size_t   kvr_request_kept_cap;
 
 
 /* an open container of the JSON rendering */
@@ -70,13 +90,19 @@ typedef struct {
 
 static kvr_parse_status_e kvr_request_fields(kvr_request_t *req);
 static kvr_parse_status_e kvr_request_completions(kvr_request_t *req,
-    size_t max_prompt);
+    size_t max_prompt, kvr_request_sink_pt sink, void *data);
 static kvr_parse_status_e kvr_request_copy_text(kvr_request_t *req,
     uint32_t str, size_t max_prompt);
+static kvr_parse_status_e kvr_request_sink_text(kvr_request_t *req,
+    uint32_t str, size_t max_prompt, kvr_request_sink_pt sink, void *data);
 static kvr_parse_status_e kvr_request_copy_ids(kvr_request_t *req,
     uint32_t list, size_t max_prompt);
 static kvr_parse_status_e kvr_request_chat(kvr_request_t *req,
-    size_t body_len, size_t max_prompt);
+    size_t max_prompt, kvr_request_sink_pt sink, void *data);
+static void kvr_render_open(kvr_render_t *r, size_t max, size_t hint,
+    kvr_request_sink_pt sink, void *data);
+static void kvr_render_flush(kvr_render_t *r);
+static void kvr_render_close(kvr_render_t *r);
 static int kvr_render_message(kvr_render_t *r, const kvr_json_doc_t *doc,
     uint32_t msg);
 static int kvr_render_content(kvr_render_t *r, const kvr_json_doc_t *doc,
@@ -102,6 +128,21 @@ static int kvr_ends_with(const char *s, size_t len, const char *suffix);
 kvr_parse_status_e
 kvr_request_parse(kvr_request_t *req, kvr_endpoint_e ep, const char *body,
     size_t len, size_t max_prompt)
+{
+    kvr_parse_status_e  rc;
+
+    rc = kvr_request_parse_body(req, body, len);
+
+    if (rc != KVR_PARSE_OK) {
+        return rc;
+    }
+
+    return kvr_request_prompt(req, ep, max_prompt, NULL, NULL);
+}
+
+
+kvr_parse_status_e
+kvr_request_parse_body(kvr_request_t *req, const char *body, size_t len)
 {
     kvr_json_doc_t      *doc;
     kvr_parse_status_e   rc;
@@ -156,6 +197,20 @@ kvr_request_parse(kvr_request_t *req, kvr_endpoint_e ep, const char *body,
         req->stream = 1;
     }
 
+    return KVR_PARSE_OK;
+}
+
+
+kvr_parse_status_e
+kvr_request_prompt(kvr_request_t *req, kvr_endpoint_e ep, size_t max_prompt,
+    kvr_request_sink_pt sink, void *data)
+{
+    if (req->root == NULL || kvr_json_type(req->root, 0) != KVR_JSON_OBJECT
+        || req->text != NULL || req->ids != NULL)
+    {
+        return KVR_PARSE_NO_PROMPT;
+    }
+
     /* keeps the render buffer arithmetic free of overflow */
     if (max_prompt > SIZE_MAX / 4) {
         max_prompt = SIZE_MAX / 4;
@@ -164,10 +219,10 @@ kvr_request_parse(kvr_request_t *req, kvr_endpoint_e ep, const char *body,
     switch (ep) {
 
     case KVR_ENDPOINT_COMPLETIONS:
-        return kvr_request_completions(req, max_prompt);
+        return kvr_request_completions(req, max_prompt, sink, data);
 
     case KVR_ENDPOINT_CHAT:
-        return kvr_request_chat(req, len, max_prompt);
+        return kvr_request_chat(req, max_prompt, sink, data);
 
     default:
         return KVR_PARSE_NO_PROMPT;
@@ -236,7 +291,8 @@ kvr_request_fields(kvr_request_t *req)
  * of token ids, or a batch of such lists (the first one routes)
  */
 static kvr_parse_status_e
-kvr_request_completions(kvr_request_t *req, size_t max_prompt)
+kvr_request_completions(kvr_request_t *req, size_t max_prompt,
+    kvr_request_sink_pt sink, void *data)
 {
     uint32_t         prompt, first;
     kvr_json_doc_t  *doc;
@@ -251,6 +307,11 @@ kvr_request_completions(kvr_request_t *req, size_t max_prompt)
     switch (kvr_json_type(doc, prompt)) {
 
     case KVR_JSON_STRING:
+        if (sink) {
+            return kvr_request_sink_text(req, prompt, max_prompt, sink,
+                                         data);
+        }
+
         return kvr_request_copy_text(req, prompt, max_prompt);
 
     case KVR_JSON_ARRAY:
@@ -269,6 +330,10 @@ kvr_request_completions(kvr_request_t *req, size_t max_prompt)
     switch (kvr_json_type(doc, first)) {
 
     case KVR_JSON_STRING:
+        if (sink) {
+            return kvr_request_sink_text(req, first, max_prompt, sink, data);
+        }
+
         return kvr_request_copy_text(req, first, max_prompt);
 
     case KVR_JSON_NUMBER:
@@ -330,6 +395,36 @@ kvr_request_copy_text(kvr_request_t *req, uint32_t str, size_t max_prompt)
 }
 
 
+/* the same checks and bytes as kvr_request_copy_text(), given to sink */
+static kvr_parse_status_e
+kvr_request_sink_text(kvr_request_t *req, uint32_t str, size_t max_prompt,
+    kvr_request_sink_pt sink, void *data)
+{
+    kvr_render_t     r;
+    kvr_json_doc_t  *doc;
+
+    doc = req->root;
+
+    if (doc->nodes[str].len - 2 == 0) {
+        return KVR_PARSE_EMPTY_PROMPT;
+    }
+
+    kvr_render_open(&r, max_prompt, doc->nodes[str].len, sink, data);
+
+    if (kvr_render_string(&r, doc, str) != 0) {
+        kvr_render_close(&r);
+        return r.status;
+    }
+
+    kvr_render_flush(&r);
+    kvr_render_close(&r);
+
+    req->text_len = r.out;
+
+    return KVR_PARSE_OK;
+}
+
+
 static kvr_parse_status_e
 kvr_request_copy_ids(kvr_request_t *req, uint32_t list, size_t max_prompt)
 {
@@ -382,8 +477,10 @@ kvr_request_copy_ids(kvr_request_t *req, uint32_t list, size_t max_prompt)
  * belong to the prefix.
  */
 static kvr_parse_status_e
-kvr_request_chat(kvr_request_t *req, size_t body_len, size_t max_prompt)
+kvr_request_chat(kvr_request_t *req, size_t max_prompt,
+    kvr_request_sink_pt sink, void *data)
 {
+    size_t           body_len;
     uint32_t         messages, tools, msg;
     kvr_render_t     r;
     kvr_json_doc_t  *doc;
@@ -399,13 +496,13 @@ kvr_request_chat(kvr_request_t *req, size_t body_len, size_t max_prompt)
         return KVR_PARSE_EMPTY_PROMPT;
     }
 
-    memset(&r, 0, sizeof(kvr_render_t));
-    r.max = max_prompt;
-    r.status = KVR_PARSE_OK;
-
     /* the rendering is about as long as the body: one allocation usually */
-    r.hint = (body_len < KVR_REQUEST_MAX_HINT) ? body_len + 1
-                                                : KVR_REQUEST_MAX_HINT;
+    body_len = doc->len;
+
+    kvr_render_open(&r, max_prompt,
+                    (body_len < KVR_REQUEST_MAX_HINT) ? body_len + 1
+                                                      : KVR_REQUEST_MAX_HINT,
+                    sink, data);
 
     tools = kvr_json_find(doc, 0, "tools", 5);
 
@@ -434,6 +531,19 @@ kvr_request_chat(kvr_request_t *req, size_t body_len, size_t max_prompt)
         }
     }
 
+    if (r.sink) {
+        kvr_render_flush(&r);
+        kvr_render_close(&r);
+
+        if (r.out == 0) {
+            return KVR_PARSE_EMPTY_PROMPT;
+        }
+
+        req->text_len = r.out;
+
+        return KVR_PARSE_OK;
+    }
+
     if (r.len == 0) {
         free(r.data);
         return KVR_PARSE_EMPTY_PROMPT;
@@ -448,9 +558,77 @@ kvr_request_chat(kvr_request_t *req, size_t body_len, size_t max_prompt)
 
 failed:
 
-    free(r.data);
+    if (r.sink) {
+        kvr_render_close(&r);
+
+    } else {
+        free(r.data);
+    }
 
     return r.status;
+}
+
+
+/*
+ * Without a sink the rendering is built in a buffer of its own (the
+ * caller's text); with one, in the kept buffer, handed on as it fills.
+ */
+static void
+kvr_render_open(kvr_render_t *r, size_t max, size_t hint,
+    kvr_request_sink_pt sink, void *data)
+{
+    memset(r, 0, sizeof(kvr_render_t));
+
+    r->max = max;
+    r->hint = hint;
+    r->status = KVR_PARSE_OK;
+    r->sink = sink;
+    r->sink_data = data;
+
+    if (sink) {
+        r->hint = KVR_REQUEST_SINK_CAP;
+        r->data = kvr_request_kept;
+        r->cap = kvr_request_kept_cap;
+        kvr_request_kept = NULL;
+        kvr_request_kept_cap = 0;
+    }
+}
+
+
+/* the buffered bytes to the sink; max shrinks by what went out */
+static void
+kvr_render_flush(kvr_render_t *r)
+{
+    if (r->len == 0) {
+        return;
+    }
+
+    r->sink(r->sink_data, r->data, r->len);
+
+    r->max -= r->len;
+    r->out += r->len;
+    r->len = 0;
+}
+
+
+/* a sink's buffer is kept for the next request unless it grew large */
+static void
+kvr_render_close(kvr_render_t *r)
+{
+    if (r->sink == NULL) {
+        return;
+    }
+
+    if (r->cap > KVR_REQUEST_KEEP || kvr_request_kept != NULL) {
+        free(r->data);
+
+    } else {
+        kvr_request_kept = r->data;
+        kvr_request_kept_cap = r->cap;
+    }
+
+    r->data = NULL;
+    r->cap = 0;
 }
 
 
@@ -643,6 +821,10 @@ kvr_render_add(kvr_render_t *r, const char *p, size_t n)
         r->len += n;
     }
 
+    if (r->sink && r->len >= KVR_REQUEST_FLUSH) {
+        kvr_render_flush(r);
+    }
+
     return 0;
 }
 
@@ -674,6 +856,24 @@ kvr_render_string(kvr_render_t *r, const kvr_json_doc_t *doc, uint32_t str)
     raw = node->len - 2;
 
     if (!(node->info & KVR_JSON_ESCAPED)) {
+
+        /* a long plain string goes to the sink from where it lies */
+
+        if (r->sink && raw >= KVR_REQUEST_DIRECT) {
+            if (raw > r->max - r->len) {
+                r->status = KVR_PARSE_TOO_LARGE;
+                return -1;
+            }
+
+            kvr_render_flush(r);
+
+            r->sink(r->sink_data, doc->input + node->off + 1, raw);
+            r->max -= raw;
+            r->out += raw;
+
+            return 0;
+        }
+
         return kvr_render_add(r, doc->input + node->off + 1, raw);
     }
 
@@ -696,6 +896,10 @@ kvr_render_string(kvr_render_t *r, const kvr_json_doc_t *doc, uint32_t str)
     }
 
     r->len += n;
+
+    if (r->sink && r->len >= KVR_REQUEST_FLUSH) {
+        kvr_render_flush(r);
+    }
 
     return 0;
 }

@@ -42,7 +42,8 @@ typedef struct {
     kvr_json_doc_t   *root;
 
     /*
-     * Exactly one of text / ids is set on KVR_PARSE_OK.
+     * Exactly one of text / ids is set on KVR_PARSE_OK (text not with a
+     * sink, see kvr_request_prompt()).
      * text: the canonical rendering of the prompt (malloc'ed, owned);
      * ids: token ids given by the client (malloc'ed, owned).
      */
@@ -63,13 +64,32 @@ typedef struct {
 } kvr_request_t;
 
 
+/* receives the rendered prompt piece by piece, in order */
+typedef void (*kvr_request_sink_pt)(void *data, const char *p, size_t len);
+
+
 /*
  * Parses body (len bytes, not NUL-terminated).  max_prompt bounds the
  * rendered text in bytes (and ids * 4).  On any status the caller must call
- * kvr_request_free().
+ * kvr_request_free().  The same as kvr_request_parse_body() followed, when
+ * that succeeds, by kvr_request_prompt() without a sink.
  */
 kvr_parse_status_e kvr_request_parse(kvr_request_t *req, kvr_endpoint_e ep,
     const char *body, size_t len, size_t max_prompt);
+
+/* the first step: the JSON, model, cache_salt and stream */
+kvr_parse_status_e kvr_request_parse_body(kvr_request_t *req,
+    const char *body, size_t len);
+
+/*
+ * The second step: the prompt.  Without a sink, text or ids are set.  With
+ * a sink, a text prompt is not kept: its bytes are given to sink in order
+ * (they concatenate to the text kvr_request_parse() renders), text stays
+ * NULL and text_len is their total; ids are set as without a sink.  A
+ * failing status may come after some pieces were given.
+ */
+kvr_parse_status_e kvr_request_prompt(kvr_request_t *req, kvr_endpoint_e ep,
+    size_t max_prompt, kvr_request_sink_pt sink, void *data);
 
 void kvr_request_free(kvr_request_t *req);
 

@@ -19,6 +19,13 @@
 
 #define NGX_HTTP_KVROUTE_LOG_INTERVAL  1    /* seconds between alike lines */
 
+/* a body in several buffers is gathered into a kept buffer up to this */
+#define NGX_HTTP_KVROUTE_BODY_KEEP     (256 * 1024)
+#define NGX_HTTP_KVROUTE_BODY_ROUND    (16 * 1024)
+
+/* text keys: room for this many more than the body's length in chunks */
+#define NGX_HTTP_KVROUTE_KEYS_SLACK    16
+
 
 static void ngx_http_kvroute_body_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_kvroute_endpoint(ngx_http_request_t *r);
@@ -33,6 +40,12 @@ static ngx_int_t ngx_http_kvroute_tokenize(ngx_http_request_t *r,
 static void ngx_http_kvroute_free_scratch(void *data);
 static void ngx_http_kvroute_log_tokenizer(ngx_http_request_t *r,
     const char *what, const char *why);
+static void ngx_http_kvroute_hash_piece(void *data, const char *p,
+    size_t len);
+
+
+static u_char  *ngx_http_kvroute_body_kept;
+static size_t   ngx_http_kvroute_body_kept_size;
 
 
 static ngx_uint_t  ngx_http_kvroute_parse_reasons[] = {
@@ -146,12 +159,14 @@ void
 ngx_http_kvroute_analyze(ngx_http_request_t *r,
     ngx_http_kvroute_srv_conf_t *kcf, ngx_http_kvroute_ctx_t *ctx)
 {
-    u_char              *body;
+    u_char              *body, *part;
     size_t               len, max_blocks, n_ids;
     uint32_t            *ids;
-    uint64_t             seed;
+    uint64_t             seed, *keys;
     ngx_int_t            endpoint, rc;
+    ngx_uint_t           tokenize;
     kvr_request_t        req;
+    kvr_hash_text_t      hasher;
     kvr_parse_status_e   status;
 
     ctx->analyzed = 1;
@@ -192,8 +207,7 @@ ngx_http_kvroute_analyze(ngx_http_request_t *r,
         return;
     }
 
-    status = kvr_request_parse(&req, endpoint, (char *) body, len,
-                               kcf->max_body);
+    status = kvr_request_parse_body(&req, (char *) body, len);
 
     if (status != KVR_PARSE_OK) {
         ctx->reason = ngx_http_kvroute_parse_reasons[status];
@@ -216,6 +230,55 @@ ngx_http_kvroute_analyze(ngx_http_request_t *r,
                              req.cache_salt_len);
     }
 
+    tokenize = kcf->tokenizer
+               && (endpoint == KVR_ENDPOINT_COMPLETIONS || kcf->chat);
+
+    /*
+     * text keys straight from the body's pieces, without a rendered copy,
+     * into room for about the body's length; a longer rendering (many
+     * short messages) is rendered again and keyed as a whole below
+     */
+
+    keys = NULL;
+
+    if (!tokenize) {
+        max_blocks = len / kcf->chunk_bytes + NGX_HTTP_KVROUTE_KEYS_SLACK;
+
+        keys = ngx_palloc(r->pool, max_blocks * sizeof(uint64_t));
+        part = ngx_pnalloc(r->pool, kcf->chunk_bytes);
+
+        if (keys == NULL || part == NULL) {
+            ctx->reason = NGX_HTTP_KVROUTE_R_NO_MEMORY;
+            kvr_request_free(&req);
+            return;
+        }
+
+        kvr_hash_text_init(&hasher, kcf->chunk_bytes, seed, keys, max_blocks,
+                           part);
+
+        status = kvr_request_prompt(&req, endpoint, kcf->max_body,
+                                    ngx_http_kvroute_hash_piece, &hasher);
+
+        if (status == KVR_PARSE_OK && req.ids == NULL
+            && req.text_len / kcf->chunk_bytes > hasher.n)
+        {
+            keys = NULL;
+            status = kvr_request_prompt(&req, endpoint, kcf->max_body,
+                                        NULL, NULL);
+        }
+
+    } else {
+        status = kvr_request_prompt(&req, endpoint, kcf->max_body, NULL,
+                                    NULL);
+    }
+
+    if (status != KVR_PARSE_OK) {
+        ctx->reason = ngx_http_kvroute_parse_reasons[status];
+        ngx_http_kvroute_log_reason(r, ctx->reason, len);
+        kvr_request_free(&req);
+        return;
+    }
+
     ids = req.ids;
     n_ids = req.n_ids;
     ctx->keys = ids ? NGX_HTTP_KVROUTE_KEYS_IDS : NGX_HTTP_KVROUTE_KEYS_TEXT;
@@ -227,9 +290,7 @@ ngx_http_kvroute_analyze(ngx_http_request_t *r,
      * writes them)
      */
 
-    if (ids == NULL && kcf->tokenizer
-        && (endpoint == KVR_ENDPOINT_COMPLETIONS || kcf->chat))
-    {
+    if (ids == NULL && tokenize) {
         if (ngx_http_kvroute_tokenize(r, kcf, &req, endpoint) == NGX_OK) {
             ids = kcf->ids.ids;
             n_ids = kcf->ids.n;
@@ -249,6 +310,15 @@ ngx_http_kvroute_analyze(ngx_http_request_t *r,
 
     if (max_blocks == 0) {
         ctx->reason = NGX_HTTP_KVROUTE_R_SHORT;
+        kvr_request_free(&req);
+        return;
+    }
+
+    if (ids == NULL && keys != NULL) {
+        /* keyed while rendered */
+        ctx->hashes = keys;
+        ctx->nblocks = hasher.n;
+        ctx->first_block = keys[0];
         kvr_request_free(&req);
         return;
     }
@@ -324,6 +394,7 @@ ngx_http_kvroute_body_bytes(ngx_http_request_t *r, size_t max,
 {
     u_char       *p;
     off_t         total;
+    size_t        size;
     ssize_t       n;
     ngx_buf_t    *b;
     ngx_chain_t  *cl;
@@ -360,9 +431,34 @@ ngx_http_kvroute_body_bytes(ngx_http_request_t *r, size_t max,
         return NGX_OK;
     }
 
-    p = ngx_pnalloc(r->pool, total);
-    if (p == NULL) {
-        return NGX_ERROR;
+    /*
+     * the gathered body is only read while the request is analyzed: one
+     * buffer per process serves every request up to a size
+     */
+
+    if ((size_t) total <= NGX_HTTP_KVROUTE_BODY_KEEP) {
+
+        if ((size_t) total > ngx_http_kvroute_body_kept_size) {
+            ngx_free(ngx_http_kvroute_body_kept);
+            ngx_http_kvroute_body_kept_size = 0;
+
+            size = ngx_align((size_t) total, NGX_HTTP_KVROUTE_BODY_ROUND);
+
+            ngx_http_kvroute_body_kept = ngx_alloc(size, r->connection->log);
+            if (ngx_http_kvroute_body_kept == NULL) {
+                return NGX_ERROR;
+            }
+
+            ngx_http_kvroute_body_kept_size = size;
+        }
+
+        p = ngx_http_kvroute_body_kept;
+
+    } else {
+        p = ngx_pnalloc(r->pool, total);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
     }
 
     *data = p;
@@ -509,6 +605,15 @@ ngx_http_kvroute_free_scratch(void *data)
         ngx_free(kcf->rendered);
         kcf->rendered = NULL;
     }
+}
+
+
+/* a piece of the rendered prompt, keyed as it comes (kvr_request sink) */
+
+static void
+ngx_http_kvroute_hash_piece(void *data, const char *p, size_t len)
+{
+    kvr_hash_text_add(data, p, len);
 }
 
 

@@ -327,6 +327,110 @@ test_bounds(uint32_t *ids, size_t n)
 }
 
 
+/*
+ * Text given in pieces: the keys of the concatenation whatever the cut,
+ * with pieces shorter and longer than a chunk, empty ones, and a cap.
+ */
+static void
+test_text_pieces(void)
+{
+    size_t            i, c, k, len, cut, got, total, pattern;
+    size_t            chunks[] = { 1, 7, 64, 999, 1000, 1001 };
+    uint64_t          x, ref[1100], out[1100];
+    unsigned char     bytes[1000], part[1001];
+    kvr_hash_text_t   ht;
+    int               same;
+
+    x = 0x243f6a8885a308d3ULL;
+
+    for (i = 0; i < sizeof(bytes); i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        bytes[i] = (unsigned char) x;
+    }
+
+    len = sizeof(bytes);
+    same = 1;
+
+    for (c = 0; c < sizeof(chunks) / sizeof(chunks[0]); c++) {
+        got = kvr_hash_text_blocks(bytes, len, chunks[c], 99, ref, 1100);
+
+        for (pattern = 0; pattern < 5; pattern++) {
+            kvr_hash_text_init(&ht, chunks[c], 99, out, 1100, part);
+
+            for (i = 0; i < len; i += cut) {
+                /* piece lengths: 0 and 1 included, and over a chunk */
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+
+                switch (pattern) {
+                case 0:
+                    cut = 1;
+                    break;
+                case 1:
+                    cut = x % 5;
+                    break;
+                case 2:
+                    cut = x % (2 * chunks[c] + 1);
+                    break;
+                case 3:
+                    cut = chunks[c];
+                    break;
+                default:
+                    cut = len;
+                    break;
+                }
+
+                if (cut > len - i) {
+                    cut = len - i;
+                }
+
+                kvr_hash_text_add(&ht, bytes + i, cut);
+            }
+
+            if (ht.n != got || ht.len != len || !all_equal(out, ref, got)) {
+                same = 0;
+                printf("# chunk %zu pattern %zu: %zu keys, want %zu\n",
+                       chunks[c], pattern, ht.n, got);
+            }
+        }
+    }
+
+    tap_ok(same, "pieces: the keys of the whole text, however it is cut");
+
+    /* a cap stops the writes; the length still counts every byte */
+    for (i = 0; i < 8; i++) {
+        out[i] = 0x5a5a5a5a5a5a5a5aULL;
+    }
+
+    kvr_hash_text_init(&ht, 64, 99, out, 3, part);
+    total = 0;
+
+    for (k = 0; k < 10; k++) {
+        kvr_hash_text_add(&ht, bytes + total, 50);
+        total += 50;
+    }
+
+    got = kvr_hash_text_blocks(bytes, total, 64, 99, ref, 3);
+    tap_ok(ht.n == 3 && got == 3 && all_equal(out, ref, 3)
+           && out[3] == 0x5a5a5a5a5a5a5a5aULL && ht.len == 500,
+           "pieces: max_out caps the keys, not the length");
+
+    kvr_hash_text_init(&ht, 64, 99, out, 8, part);
+    kvr_hash_text_add(&ht, bytes, 63);
+    tap_ok(ht.n == 0, "pieces: no key before a chunk is complete");
+    kvr_hash_text_add(&ht, bytes + 63, 1);
+    tap_ok(ht.n == 1 && out[0] == XXH3_64bits_withSeed(bytes, 64, 99),
+           "pieces: a chunk completed across two pieces");
+
+    kvr_hash_text_init(&ht, 0, 99, out, 8, part);
+    kvr_hash_text_add(&ht, bytes, 100);
+    tap_ok(ht.n == 0, "pieces: chunk size 0 -> no keys");
+}
+
+
 int
 main(void)
 {
@@ -354,6 +458,7 @@ main(void)
     test_prefix(ids, n);
     test_seed_separation(ids, n);
     test_bounds(ids, n);
+    test_text_pieces();
 
     free(ids);
 

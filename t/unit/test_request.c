@@ -18,6 +18,107 @@
 #define BIG     (1024 * 1024)
 
 
+/* what a sink was given */
+typedef struct {
+    char          *data;
+    size_t         len;
+    size_t         cap;
+    size_t         pieces;
+    const char    *body;          /* pieces inside [body, body + body_len) */
+    size_t         body_len;
+    size_t         in_body;       /* bytes given in place */
+} collect_t;
+
+
+/* every body parsed is parsed again with a sink, and compared */
+static size_t  sink_checked;
+static size_t  sink_mismatched;
+
+
+static void
+collect(void *data, const char *p, size_t len)
+{
+    char       *grown;
+    size_t      cap;
+    collect_t  *c = data;
+
+    c->pieces++;
+
+    if (p >= c->body && p < c->body + c->body_len) {
+        c->in_body += len;
+    }
+
+    if (c->len + len > c->cap) {
+        cap = (c->len + len) * 2;
+        grown = realloc(c->data, cap);
+
+        if (grown == NULL) {
+            abort();
+        }
+
+        c->data = grown;
+        c->cap = cap;
+    }
+
+    memcpy(c->data + c->len, p, len);
+    c->len += len;
+}
+
+
+/* the sink path: the same status, and the rendered text in pieces */
+static void
+sink_compare(kvr_endpoint_e ep, const char *body, size_t len, size_t max,
+    kvr_parse_status_e want_rc, kvr_request_t *want)
+{
+    int                  same;
+    collect_t            c;
+    kvr_request_t        req;
+    kvr_parse_status_e   rc;
+
+    memset(&c, 0, sizeof(collect_t));
+    c.body = body;
+    c.body_len = len;
+
+    rc = kvr_request_parse_body(&req, body, len);
+
+    if (rc == KVR_PARSE_OK) {
+        rc = kvr_request_prompt(&req, ep, max, collect, &c);
+    }
+
+    same = (rc == want_rc);
+
+    if (same && rc == KVR_PARSE_OK) {
+        same = req.text == NULL && req.stream == want->stream
+               && req.model_len == want->model_len
+               && req.cache_salt_len == want->cache_salt_len;
+
+        if (want->ids) {
+            same = same && c.len == 0 && req.n_ids == want->n_ids
+                   && memcmp(req.ids, want->ids,
+                             req.n_ids * sizeof(uint32_t)) == 0;
+
+        } else {
+            same = same && req.ids == NULL && c.len == want->text_len
+                   && req.text_len == want->text_len
+                   && memcmp(c.data, want->text, c.len) == 0;
+        }
+    }
+
+    sink_checked++;
+
+    if (!same) {
+        sink_mismatched++;
+        printf("#   sink: status %s (want %s), %zu bytes in %zu pieces "
+               "(want %zu)\n", kvr_parse_status_name(rc),
+               kvr_parse_status_name(want_rc), c.len, c.pieces,
+               want->text_len);
+    }
+
+    kvr_request_free(&req);
+    free(c.data);
+}
+
+
 /* parses a private exact-size copy, so overreads are visible to tools */
 static kvr_parse_status_e
 parse_n(kvr_request_t *req, kvr_endpoint_e ep, const char *body, size_t len,
@@ -33,6 +134,7 @@ parse_n(kvr_request_t *req, kvr_endpoint_e ep, const char *body, size_t len,
 
     memcpy(copy, body, len);
     rc = kvr_request_parse(req, ep, copy, len, max);
+    sink_compare(ep, copy, len, max, rc, req);
     free(copy);
 
     return rc;
@@ -839,6 +941,128 @@ test_escapes_and_keys(void)
 }
 
 
+/*
+ * The sink: long plain strings in place, long escaped ones and many short
+ * ones through its buffer (handed on as it fills), the bound on the whole
+ * rendering, and the text rendered again after a sink (the fallback).
+ */
+static void
+test_sink(void)
+{
+    char                *body, *p;
+    size_t               i, len, text_len;
+    collect_t            c;
+    kvr_request_t        req;
+    kvr_parse_status_e   rc;
+
+    body = malloc(64 * 1024);
+    if (body == NULL) {
+        tap_ok(0, "sink: malloc");
+        return;
+    }
+
+    /* a long plain system prompt, then a short user message */
+    p = body + sprintf(body, "{\"model\":\"m\",\"messages\":["
+                             "{\"role\":\"system\",\"content\":\"");
+
+    for (i = 0; i < 5000; i++) {
+        *p++ = "abcdefghij klmnop"[i % 17];
+    }
+
+    p += sprintf(p, "\"},{\"role\":\"user\",\"content\":\"hi\"}]}");
+    len = p - body;
+
+    memset(&c, 0, sizeof(collect_t));
+    c.body = body;
+    c.body_len = len;
+
+    rc = kvr_request_parse_body(&req, body, len);
+    if (rc == KVR_PARSE_OK) {
+        rc = kvr_request_prompt(&req, CHAT, BIG, collect, &c);
+    }
+
+    tap_ok(rc == KVR_PARSE_OK && req.text == NULL && c.in_body == 5000
+           && req.text_len == c.len,
+           "sink: a long plain string is given in place, not copied");
+
+    text_len = req.text_len;
+
+    /* the fallback: the same request rendered as text after the sink */
+    rc = kvr_request_prompt(&req, CHAT, BIG, NULL, NULL);
+    tap_ok(rc == KVR_PARSE_OK && req.text != NULL && req.text_len == text_len
+           && memcmp(req.text, c.data, text_len) == 0,
+           "sink: the text rendered again afterwards is the same");
+
+    kvr_request_free(&req);
+    free(c.data);
+
+    /* the bound on the whole rendering, across the in-place piece */
+    check_status(CHAT, body, text_len, KVR_PARSE_OK,
+                 "sink: rendering at max_prompt");
+    check_status(CHAT, body, text_len - 1, KVR_PARSE_TOO_LARGE,
+                 "sink: rendering one byte over max_prompt");
+
+    /* an escaped content over the buffer's flush size */
+    p = body + sprintf(body, "{\"messages\":[{\"content\":\"");
+
+    for (i = 0; i < 20000; i++) {
+        p += sprintf(p, (i % 3) ? "x" : "\\n");
+    }
+
+    p += sprintf(p, "\"}]}");
+    *p = '\0';
+
+    rc = parse(&req, CHAT, body, BIG);
+    tap_ok(rc == KVR_PARSE_OK && req.text_len == 12 + 5 + 20000 + 11,
+           "sink: a long escaped content");
+    kvr_request_free(&req);
+
+    /* many short messages: more markers than body */
+    p = body + sprintf(body, "{\"messages\":[");
+
+    for (i = 0; i < 3000; i++) {
+        p += sprintf(p, "%s{}", i ? "," : "");
+    }
+
+    p += sprintf(p, "]}");
+
+    rc = parse(&req, CHAT, body, BIG);
+    tap_ok(rc == KVR_PARSE_OK && req.text_len == 3000 * (12 + 5 + 11),
+           "sink: many empty messages");
+    kvr_request_free(&req);
+
+    check_status(CHAT, body, 3000 * (12 + 5 + 11) - 1, KVR_PARSE_TOO_LARGE,
+                 "sink: many messages one byte over max_prompt");
+
+    /* completions: a long plain prompt in place, ids untouched by a sink */
+    p = body + sprintf(body, "{\"prompt\":\"");
+    memset(p, 'q', 300);
+    p += 300;
+    p += sprintf(p, "\"}");
+
+    memset(&c, 0, sizeof(collect_t));
+    c.body = body;
+    c.body_len = p - body;
+
+    rc = kvr_request_parse_body(&req, body, p - body);
+    if (rc == KVR_PARSE_OK) {
+        rc = kvr_request_prompt(&req, COMPL, BIG, collect, &c);
+    }
+
+    tap_ok(rc == KVR_PARSE_OK && c.in_body == 300 && req.text_len == 300,
+           "sink: a completions prompt given in place");
+    kvr_request_free(&req);
+    free(c.data);
+
+    check_status(COMPL, body, 299, KVR_PARSE_TOO_LARGE,
+                 "sink: completions prompt over max_prompt");
+    check_status(COMPL, "{\"prompt\":[[1,2,3]]}", BIG, KVR_PARSE_OK,
+                 "sink: token ids with a sink");
+
+    free(body);
+}
+
+
 int
 main(void)
 {
@@ -854,6 +1078,11 @@ main(void)
     test_paths();
     test_tools_rendering();
     test_escapes_and_keys();
+    test_sink();
+
+    tap_ok(sink_mismatched == 0 && sink_checked > 100,
+           "sink: the same status, text and ids as without, on all %zu "
+           "bodies parsed", sink_checked);
 
     return tap_done();
 }
