@@ -23,6 +23,12 @@
 #include <emmintrin.h>
 #endif
 
+/* AVX2 where the CPU has it, chosen at run time: the build targets x86-64 */
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(KVR_JSON_NO_AVX2)
+#define KVR_JSON_AVX2  1
+#include <immintrin.h>
+#endif
+
 #include "kvr_json.h"
 
 
@@ -50,6 +56,10 @@ typedef struct {
 static kvr_json_status_e kvr_json_run(kvr_json_doc_t *doc, unsigned flags);
 static const unsigned char *kvr_json_string(const unsigned char *p,
     const unsigned char *e, uint32_t *info, kvr_json_status_e *err);
+#if (KVR_JSON_AVX2)
+static const unsigned char *kvr_json_plain_avx2(const unsigned char *p,
+    const unsigned char *e);
+#endif
 static const unsigned char *kvr_json_utf8(const unsigned char *p,
     const unsigned char *e);
 static const unsigned char *kvr_json_escape(const unsigned char *p,
@@ -84,6 +94,11 @@ static const unsigned char  kvr_json_ws[256] = {
 
 static kvr_json_doc_t  *kvr_json_kept;
 static size_t           kvr_json_kept_size;
+
+#if (KVR_JSON_AVX2)
+/* -1 until the CPU is asked, once per process */
+static int              kvr_json_avx2 = -1;
+#endif
 
 
 kvr_json_doc_t *
@@ -125,6 +140,13 @@ kvr_json_status_e
 kvr_json_parse_into(kvr_json_doc_t *doc, const char *input, size_t len,
     kvr_json_node_t *nodes, size_t cap, unsigned flags)
 {
+#if (KVR_JSON_AVX2)
+    if (kvr_json_avx2 < 0) {
+        __builtin_cpu_init();
+        kvr_json_avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+    }
+#endif
+
     memset(doc, 0, sizeof(kvr_json_doc_t));
 
     doc->input = (input != NULL) ? input : "";
@@ -498,6 +520,12 @@ kvr_json_string(const unsigned char *p, const unsigned char *e,
 
     for ( ;; ) {
 
+#if (KVR_JSON_AVX2)
+        if (e - p >= 64 && kvr_json_avx2 > 0) {
+            p = kvr_json_plain_avx2(p, e);
+        }
+#endif
+
 #if defined(__SSE2__)
 
         /*
@@ -598,6 +626,52 @@ kvr_json_string(const unsigned char *p, const unsigned char *e,
         p++;
     }
 }
+
+
+#if (KVR_JSON_AVX2)
+
+/*
+ * Plain ASCII string content 64 bytes at a time: stops at the first quote,
+ * backslash, control byte or byte >= 0x80 (negative as a signed byte, so
+ * below 0x20 too), or where fewer than 64 bytes are left; the caller's
+ * loops go on from there.
+ */
+__attribute__((target("avx2")))
+static const unsigned char *
+kvr_json_plain_avx2(const unsigned char *p, const unsigned char *e)
+{
+    __m256i   a, b, quote, bslash, space, ma, mb;
+    uint64_t  mask;
+
+    quote = _mm256_set1_epi8('"');
+    bslash = _mm256_set1_epi8('\\');
+    space = _mm256_set1_epi8(0x20);
+
+    while (e - p >= 64) {
+        a = _mm256_loadu_si256((const __m256i *) p);
+        b = _mm256_loadu_si256((const __m256i *) (p + 32));
+
+        ma = _mm256_or_si256(_mm256_cmpeq_epi8(a, quote),
+                             _mm256_cmpeq_epi8(a, bslash));
+        ma = _mm256_or_si256(ma, _mm256_cmpgt_epi8(space, a));
+        mb = _mm256_or_si256(_mm256_cmpeq_epi8(b, quote),
+                             _mm256_cmpeq_epi8(b, bslash));
+        mb = _mm256_or_si256(mb, _mm256_cmpgt_epi8(space, b));
+
+        mask = (uint32_t) _mm256_movemask_epi8(ma)
+               | (uint64_t) (uint32_t) _mm256_movemask_epi8(mb) << 32;
+
+        if (mask != 0) {
+            return p + __builtin_ctzll(mask);
+        }
+
+        p += 64;
+    }
+
+    return p;
+}
+
+#endif
 
 
 /*

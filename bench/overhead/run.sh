@@ -7,6 +7,8 @@
 # Prints requests/s and latency per round and the median ratio.
 #
 #   bench/overhead/run.sh [seconds per round] [rounds] [connections]
+#
+# KVROUTE_SO names another build of the module (default build/'s).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -14,6 +16,7 @@ top=$(cd "$here/../.." && pwd)
 secs=${1:-10}
 rounds=${2:-3}
 conns=${3:-32}
+so=${KVROUTE_SO:-$top/build/ngx_http_kvroute_module.so}
 run=$top/build/overhead
 
 mkdir -p "$run/logs"
@@ -26,7 +29,7 @@ stop() {
 trap stop EXIT
 
 cat > "$run/nginx.conf" <<CONF
-load_module $top/build/ngx_http_kvroute_module.so;
+load_module $so;
 worker_processes 1;
 error_log logs/error.log warn;
 pid logs/nginx.pid;

@@ -964,6 +964,111 @@ test_differential(void)
 }
 
 
+/*
+ * Long strings, scanned many bytes at a time: a special byte at every
+ * position of windows of 16, 32 and 64 bytes, with room after the string
+ * so that the widest loop covers all of it.  Expectations come from how
+ * each string is built: a quote ends it, an escape flags it, a control
+ * byte is a syntax error, a bad byte a UTF-8 error, "\xc3\xa9" is plain.
+ */
+static void
+test_long_strings(void)
+{
+    int                  bad;
+    char                *text, *p;
+    size_t               len, k, kind, n;
+    uint32_t             info;
+    kvr_json_doc_t      *doc;
+    kvr_json_status_e    want;
+
+    bad = 0;
+    n = 0;
+    text = malloc(512);
+
+    if (text == NULL) {
+        tap_ok(0, "long strings: malloc");
+        return;
+    }
+
+    for (len = 60; len <= 200; len += 7) {
+        for (k = 0; k + 2 <= len; k++) {
+            for (kind = 0; kind < 5; kind++) {
+                if (kind == 0 && k + 3 > len) {
+                    continue;
+                }
+
+                p = text;
+                *p++ = '[';
+                *p++ = '"';
+                memset(p, 'a', len);
+
+                switch (kind) {
+                case 0:
+                    /* ends here: ["a..a","a..a"] */
+                    p[k] = '"';
+                    p[k + 1] = ',';
+                    p[k + 2] = '"';
+                    break;
+                case 1:
+                    p[k] = '\\';
+                    p[k + 1] = 'n';
+                    break;
+                case 2:
+                    p[k] = '\x01';
+                    break;
+                case 3:
+                    p[k] = (char) 0xff;
+                    break;
+                default:
+                    p[k] = (char) 0xc3;
+                    p[k + 1] = (char) 0xa9;
+                    break;
+                }
+
+                p += len;
+                *p++ = '"';
+                *p++ = ']';
+                memset(p, ' ', 100);
+                p += 100;
+
+                doc = kvr_json_parse(text, p - text, 0);
+                if (doc == NULL) {
+                    bad++;
+                    continue;
+                }
+
+                want = (kind == 2) ? SYNTAX : (kind == 3) ? UTF8 : OK;
+
+                info = (doc->status == OK && doc->n_nodes > 1)
+                       ? doc->nodes[1].info : 0;
+
+                if (doc->status != want
+                    || (want == OK && kind == 0
+                        && doc->nodes[1].len != k + 2)
+                    || (want == OK && kind != 0
+                        && doc->nodes[1].len != len + 2)
+                    || (want == OK
+                        && !!(info & KVR_JSON_ESCAPED) != (kind == 1)))
+                {
+                    if (bad++ < 5) {
+                        printf("# len %zu at %zu kind %zu: %s\n", len, k,
+                               kind, kvr_json_status_name(doc->status));
+                    }
+                }
+
+                n++;
+                kvr_json_free(doc);
+            }
+        }
+    }
+
+    free(text);
+
+    tap_ok(bad == 0 && n > 5000,
+           "long strings: a special byte at every position (%zu cases)", n);
+}
+
+
 int
 main(void)
 {
@@ -974,6 +1079,7 @@ main(void)
     test_accessors();
     test_truncation();
     test_differential();
+    test_long_strings();
 
     return tap_done();
 }
