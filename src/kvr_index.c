@@ -62,6 +62,9 @@
 #define KVR_INDEX_MAX_ENTRIES 0xfffffff0U
 #define KVR_INDEX_ALIGN       64
 
+/* lookups whose buckets match_slots_jump() fetches ahead at most */
+#define KVR_INDEX_AHEAD       32
+
 /* entry flag: recorded by the record() call in progress */
 #define KVR_INDEX_MARK        0x0001
 
@@ -145,6 +148,8 @@ static uint32_t kvr_index_take_free(kvr_index_t *ix);
 static int kvr_index_evict_full(kvr_index_t *ix);
 static uint32_t kvr_index_insert(kvr_index_t *ix, int slot, uint64_t hash,
     uint32_t after, uint32_t e);
+static size_t kvr_index_follow(kvr_index_entry_t *entries, uint32_t e,
+    const uint64_t *hashes, size_t n, uint32_t *last);
 
 
 #define kvr_index_entries(ix)                                                 \
@@ -686,6 +691,48 @@ kvr_index_insert(kvr_index_t *ix, int slot, uint64_t hash, uint32_t after,
 }
 
 
+/*
+ * How many of hashes[0..n-1] lie one after the other on the lru list from
+ * entry e on (e holds hashes[0]); *last is the entry of the final one.
+ * A sequence inserted in one go sits in consecutive entries (fresh ones,
+ * or ones freed tail first and so taken back in order): guessing that the
+ * next one is last + 1 makes each step's loads independent of the step
+ * before; the list is followed as it is where the guess fails.  Entries
+ * on a slot's list are all of its generation: no need to check.
+ */
+
+static size_t
+kvr_index_follow(kvr_index_entry_t *entries, uint32_t e,
+    const uint64_t *hashes, size_t n, uint32_t *last)
+{
+    size_t    i;
+    uint32_t  next;
+
+    i = 1;
+
+    while (i < n && entries[e].next == e + 1
+           && entries[e + 1].hash == hashes[i])
+    {
+        e++;
+        i++;
+    }
+
+    for ( /* void */ ; i < n; i++) {
+        next = entries[e].next;
+
+        if (next == 0 || entries[next].hash != hashes[i]) {
+            break;
+        }
+
+        e = next;
+    }
+
+    *last = e;
+
+    return i;
+}
+
+
 size_t
 kvr_index_match(kvr_index_t *ix, int slot, const uint64_t *hashes, size_t n)
 {
@@ -789,25 +836,75 @@ void
 kvr_index_match_slots_jump(kvr_index_t *ix, const int *slots, size_t nslots,
     const uint64_t *hashes, size_t n, size_t stride, uint32_t *overlap)
 {
-    size_t  k, i, run, end;
+    size_t              k, i, run, end, walked;
+    uint32_t            e, last, *buckets;
+    kvr_index_entry_t  *entries;
 
     if (stride < 2) {
         kvr_index_match_slots(ix, slots, nslots, hashes, n, overlap);
         return;
     }
 
+    buckets = kvr_index_buckets(ix);
+    entries = kvr_index_entries(ix);
+
+    /*
+     * the buckets of the lookups that come next are fetched ahead, all at
+     * once, so that their cache misses overlap: the first block's of every
+     * slot, then a slot's probes, then the blocks of its last gap
+     */
+
+    for (k = 0; k < nslots && n > 0; k++) {
+        if (kvr_index_slot_get(ix, slots[k]) != NULL) {
+            kvr_index_prefetch(&buckets[kvr_index_bucket(ix, hashes[0],
+                                                         slots[k])]);
+        }
+    }
+
     for (k = 0; k < nslots; k++) {
         overlap[k] = 0;
 
-        if (n == 0 || kvr_index_slot_get(ix, slots[k]) == NULL
-            || kvr_index_find(ix, slots[k], hashes[0]) == 0)
-        {
+        if (n == 0 || kvr_index_slot_get(ix, slots[k]) == NULL) {
             continue;
+        }
+
+        e = kvr_index_find(ix, slots[k], hashes[0]);
+
+        if (e == 0) {
+            continue;
+        }
+
+        /*
+         * a sequence recorded before is usually still in order on the
+         * list: following it confirms the blocks without a lookup each
+         * (a sequential read, where lookups miss the cache at random)
+         */
+
+        walked = kvr_index_follow(entries, e, hashes, n, &last);
+
+        if (walked == n) {
+            overlap[k] = (uint32_t) n;
+            continue;
+        }
+
+        /*
+         * the probes below walked - 1 are present: jumping from the last
+         * of them ends where jumping from block 0 would
+         */
+
+        run = (walked - 1) / stride * stride;
+
+        for (i = run + stride;
+             i < n && i <= run + KVR_INDEX_AHEAD * stride;
+             i += stride)
+        {
+            kvr_index_prefetch(&buckets[kvr_index_bucket(ix, hashes[i],
+                                                         slots[k])]);
         }
 
         /* run: a block known present; jump while the next probe is too */
 
-        for (run = 0;
+        for ( /* void */ ;
              run + stride < n
              && kvr_index_find(ix, slots[k], hashes[run + stride]) != 0;
              run += stride)
@@ -816,6 +913,11 @@ kvr_index_match_slots_jump(kvr_index_t *ix, const int *slots, size_t nslots,
         }
 
         end = (run + stride < n) ? run + stride : n;
+
+        for (i = run + 1; i < end && i <= run + KVR_INDEX_AHEAD; i++) {
+            kvr_index_prefetch(&buckets[kvr_index_bucket(ix, hashes[i],
+                                                         slots[k])]);
+        }
 
         for (i = run + 1; i < end; i++) {
             if (kvr_index_find(ix, slots[k], hashes[i]) == 0) {
@@ -863,19 +965,7 @@ kvr_index_record(kvr_index_t *ix, int slot, const uint64_t *hashes, size_t n)
     first = (m > 0) ? kvr_index_find(ix, slot, hashes[0]) : 0;
 
     if (first) {
-        last = first;
-
-        for (i = 1; i < m; i++) {
-            e = entries[last].next;
-
-            if (e == 0 || entries[e].hash != hashes[i]
-                || entries[e].gen != s->gen)
-            {
-                break;
-            }
-
-            last = e;
-        }
+        i = kvr_index_follow(entries, first, hashes, m, &last);
 
         if (i == m) {
             if (s->lru_head != first) {

@@ -81,6 +81,10 @@ void kvr_index_match_slots(kvr_index_t *ix, const int *slots, size_t nslots,
  * tail-first eviction keep true; a hole between two probes that are both
  * present is not seen (the overlap is then overestimated).  Cost for a
  * fully cached prompt of n blocks: about n / stride + stride lookups.
+ * Before probing, the slot's lru list is followed from block 0 while it
+ * holds the sequence in order (a prompt recorded before): when it holds
+ * all n blocks that is the answer, else the jumps go on from the last
+ * probe it passed; the result is the jumps' either way.
  */
 void kvr_index_match_slots_jump(kvr_index_t *ix, const int *slots,
     size_t nslots, const uint64_t *hashes, size_t n, size_t stride,
