@@ -115,7 +115,7 @@ struct kvr_index_s {
     uint32_t            free_head;
     uint32_t            fresh;      /* lowest entry never used yet */
     uint32_t            slots_end;  /* above the highest slot ever used */
-    uint32_t            reserved;
+    uint32_t            changes;    /* bumped by every call that modifies */
     uint64_t            evictions_full;
     kvr_index_slot_t    slots[KVR_INDEX_MAX_SLOTS];
 };
@@ -127,6 +127,25 @@ typedef struct {
     uint32_t            nbuckets;
     uint32_t            capacity;
 } kvr_index_layout_t;
+
+
+/*
+ * A sequence match_slots_jump() found whole and in order on a slot's list
+ * (entries first .. last), remembered by this process for the record()
+ * that usually follows: while the index has not changed since (changes),
+ * record() need not follow the list again.
+ */
+typedef struct {
+    kvr_index_t        *ix;
+    uint32_t            changes;
+    uint32_t            first;
+    uint32_t            last;
+    const uint64_t     *hashes;
+    size_t              n;
+} kvr_index_run_t;
+
+
+static kvr_index_run_t  kvr_index_runs[KVR_INDEX_MAX_SLOTS];
 
 
 int kvr_index_verify(kvr_index_t *ix);
@@ -190,6 +209,9 @@ kvr_index_init(void *region, size_t size)
     }
 
     ix = region;
+
+    /* runs this process saw in a region formatted or kept: forgotten */
+    memset(kvr_index_runs, 0, sizeof(kvr_index_runs));
 
     /* reload: same layout, same size: keep the content */
 
@@ -295,7 +317,7 @@ kvr_index_format(kvr_index_t *ix, size_t size, kvr_index_layout_t *lo)
     ix->free_head = 0;
     ix->fresh = 1;
     ix->slots_end = 0;
-    ix->reserved = 0;
+    ix->changes = 0;
     ix->evictions_full = 0;
 
     memset(kvr_index_buckets(ix), 0, (size_t) lo->nbuckets * 4);
@@ -347,6 +369,7 @@ kvr_index_slot(kvr_index_t *ix, const char *name, size_t len)
     }
 
     s = &ix->slots[free_slot];
+    ix->changes++;
 
     /* the generation survives: garbage of the slot's past may remain */
 
@@ -414,6 +437,7 @@ kvr_index_slot_set_capacity(kvr_index_t *ix, int slot,
 
     if (s != NULL) {
         s->capacity = capacity_blocks;
+        ix->changes++;
     }
 }
 
@@ -838,6 +862,7 @@ kvr_index_match_slots_jump(kvr_index_t *ix, const int *slots, size_t nslots,
 {
     size_t              k, i, run, end, walked;
     uint32_t            e, last, *buckets;
+    kvr_index_run_t    *run_seen;
     kvr_index_entry_t  *entries;
 
     if (stride < 2) {
@@ -884,6 +909,15 @@ kvr_index_match_slots_jump(kvr_index_t *ix, const int *slots, size_t nslots,
 
         if (walked == n) {
             overlap[k] = (uint32_t) n;
+
+            run_seen = &kvr_index_runs[slots[k]];
+            run_seen->ix = ix;
+            run_seen->changes = ix->changes;
+            run_seen->first = e;
+            run_seen->last = last;
+            run_seen->hashes = hashes;
+            run_seen->n = n;
+
             continue;
         }
 
@@ -935,6 +969,7 @@ kvr_index_record(kvr_index_t *ix, int slot, const uint64_t *hashes, size_t n)
 {
     size_t              i, m, evicted, present;
     uint32_t            e, cursor, next, prev, first, last, *buckets;
+    kvr_index_run_t    *seen;
     kvr_index_slot_t   *s;
     kvr_index_entry_t  *entries;
 
@@ -945,6 +980,7 @@ kvr_index_record(kvr_index_t *ix, int slot, const uint64_t *hashes, size_t n)
     }
 
     entries = kvr_index_entries(ix);
+    seen = &kvr_index_runs[slot];
 
     /* beyond the capacity only the sequence's head can stay */
 
@@ -962,10 +998,27 @@ kvr_index_record(kvr_index_t *ix, int slot, const uint64_t *hashes, size_t n)
      * lookup, a walk along the list, and the run spliced to the head
      */
 
-    first = (m > 0) ? kvr_index_find(ix, slot, hashes[0]) : 0;
+    /* the run match_slots_jump() just saw, if nothing changed since */
+
+    if (seen->ix == ix && seen->changes == ix->changes
+        && seen->hashes == hashes && seen->n == m && m > 0
+        && entries[seen->first].hash == hashes[0]
+        && entries[seen->last].hash == hashes[m - 1])
+    {
+        first = seen->first;
+        last = seen->last;
+        i = m;
+
+    } else {
+        first = (m > 0) ? kvr_index_find(ix, slot, hashes[0]) : 0;
+        last = first;
+        i = first ? kvr_index_follow(entries, first, hashes, m, &last) : 0;
+    }
+
+    seen->ix = NULL;
+    ix->changes++;
 
     if (first) {
-        i = kvr_index_follow(entries, first, hashes, m, &last);
 
         if (i == m) {
             if (s->lru_head != first) {
@@ -1143,6 +1196,8 @@ kvr_index_add_ref(kvr_index_t *ix, int slot, uint64_t hash)
         return 0;
     }
 
+    ix->changes++;
+
     e = kvr_index_find(ix, slot, hash);
 
     if (e == 0) {
@@ -1190,6 +1245,8 @@ kvr_index_remove_ref(kvr_index_t *ix, int slot, uint64_t hash)
         return 0;
     }
 
+    ix->changes++;
+
     e = kvr_index_find(ix, slot, hash);
 
     if (e == 0) {
@@ -1218,6 +1275,8 @@ kvr_index_clear_slot(kvr_index_t *ix, int slot)
     if (s == NULL) {
         return;
     }
+
+    ix->changes++;
 
     /* lookups ignore entries of an older generation from now on */
 

@@ -95,7 +95,9 @@ void kvr_index_match_slots_jump(kvr_index_t *ix, const int *slots,
  * blocks in order).  Present ones are refreshed, missing ones inserted, and
  * they are ordered so that hashes[n-1] is evicted first and hashes[0]
  * last.  Then the slot is trimmed to its capacity.  Returns the number of
- * entries evicted.
+ * entries evicted.  When kvr_index_match_slots_jump() found hashes (the
+ * same array, the same n) whole on slot's list and the index has not
+ * changed since, that run is reused instead of looked up again.
  */
 size_t kvr_index_record(kvr_index_t *ix, int slot, const uint64_t *hashes,
     size_t n);

@@ -181,6 +181,75 @@ main(void)
            "lists out of order: the documented jump's result in 3000 trials");
     tap_is(kvr_index_verify(ix), 0, "structures sound after the trials");
 
+    /*
+     * record() after match_slots_jump() reuses the run the match found;
+     * a twin index given the same calls without the matches must end up
+     * byte for byte the same, also when the index changed in between
+     */
+    {
+        int           ta[3], tb[3];
+        void         *ra, *rb;
+        size_t        k, base, same, steps;
+        uint32_t      ov[3];
+        kvr_index_t  *a, *b;
+
+        ra = calloc(1, 256 * 1024);
+        rb = calloc(1, 256 * 1024);
+        a = kvr_index_init(ra, 256 * 1024);
+        b = kvr_index_init(rb, 256 * 1024);
+
+        for (k = 0; k < 3; k++) {
+            ta[k] = kvr_index_slot(a, k == 0 ? "p" : k == 1 ? "q" : "r", 1);
+            tb[k] = kvr_index_slot(b, k == 0 ? "p" : k == 1 ? "q" : "r", 1);
+        }
+
+        kvr_index_slot_set_capacity(a, ta[2], 120);
+        kvr_index_slot_set_capacity(b, tb[2], 120);
+
+        same = 0;
+        steps = 3000;
+
+        for (trial = 0; trial < steps; trial++) {
+            k = (size_t) rand() % 3;
+            base = ((size_t) rand() % 4) * 50;
+            len = 1 + (size_t) rand() % 140;
+
+            kvr_index_match_slots_jump(a, ta, 3, seq + base, len, 16, ov);
+
+            switch (rand() % 6) {
+            case 0:
+                /* a change between the match and the record */
+                i = base + (size_t) rand() % 10;
+                kvr_index_remove_ref(a, ta[k], seq[i]);
+                kvr_index_remove_ref(b, tb[k], seq[i]);
+                break;
+            case 1:
+                kvr_index_record(a, ta[(k + 1) % 3], seq + base, len / 2);
+                kvr_index_record(b, tb[(k + 1) % 3], seq + base, len / 2);
+                break;
+            case 2:
+                i = (rand() % 2) ? 0 : 90;
+                kvr_index_slot_set_capacity(a, ta[0], i);
+                kvr_index_slot_set_capacity(b, tb[0], i);
+                break;
+            default:
+                break;
+            }
+
+            kvr_index_record(a, ta[k], seq + base, len);
+            kvr_index_record(b, tb[k], seq + base, len);
+
+            same += (memcmp(ra, rb, 256 * 1024) == 0);
+        }
+
+        tap_is(same, steps,
+               "record after a match: the same index as without matches");
+        tap_is(kvr_index_verify(a), 0, "structures sound (with matches)");
+
+        free(ra);
+        free(rb);
+    }
+
     /* fast path: re-recording a run splices it to the head */
     kvr_index_release_slot(ix, slots[0]);
     kvr_index_release_slot(ix, slots[1]);
