@@ -88,7 +88,10 @@ kvr_kvstate_apply(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev)
 
     case KVR_EVENT_ALL_BLOCKS_CLEARED:
         st->stats.cleared++;
-        kvr_kvstate_reset(st, ix);
+
+        /* the sequence goes on: a gap right after a clear still counts */
+        kvr_index_clear_slot(ix, st->slot);
+        kvr_emap_clear(st->handles);
         return;
 
     case KVR_EVENT_BLOCK_REMOVED:

@@ -84,6 +84,9 @@ typedef struct {
     uint64_t                         last_msec;   /* last message, ms */
     uint64_t                         replays;     /* asked for */
     uint64_t                         replayed;    /* batches replayed */
+    uint64_t                         stale;       /* 1: index incomplete */
+    uint64_t                         stale_total; /* times it became so */
+    uint64_t                         connects;    /* (re)connections */
 } ngx_http_kvroute_events_stats_t;
 
 
@@ -215,6 +218,8 @@ ngx_int_t ngx_http_kvroute_claim_row(ngx_http_kvroute_zone_t *zone,
     ngx_log_t *log);
 ngx_int_t ngx_http_kvroute_resolve_slots(ngx_http_kvroute_srv_conf_t *kcf,
     ngx_http_upstream_rr_peers_t *peers);
+uint64_t ngx_http_kvroute_pred_capacity(ngx_http_kvroute_srv_conf_t *kcf,
+    ngx_int_t slot);
 void ngx_http_kvroute_release_row(ngx_http_kvroute_zone_t *zone);
 void ngx_http_kvroute_load(ngx_http_kvroute_zone_t *zone, ngx_int_t slot,
     uint64_t *requests, uint64_t *tokens, uint64_t *prefill);

@@ -13,6 +13,14 @@
  * helper that starts (or restarts) therefore first drops what the index
  * held from events for its servers, since those entries could never be
  * removed, and rebuilds from the events that follow.
+ *
+ * A server's index is complete only when it was built from an unbroken
+ * run of batches that starts at the publisher's sequence 0 or at an
+ * AllBlocksCleared; otherwise (helper start, a gap or restart seen late,
+ * a replay that no longer reaches back to 0) it is "stale": its
+ * predictions then stand in for what was missed, as in approximate mode.
+ * Every (re)connection to a publisher asks its replay socket, when there
+ * is one, for what it still holds.
  */
 
 
@@ -45,14 +53,18 @@ typedef struct {
     void                           *socket;
     void                           *replay;     /* DEALER, when configured */
     void                           *zmq;        /* the context */
+    void                           *monitor;    /* the socket's (re)connects */
     ngx_http_kvroute_srv_conf_t    *conf;
     ngx_int_t                       slot;
+    ngx_int_t                       pred_slot;  /* -1: no predictions */
     kvr_kvstate_t                   state;
     time_t                          logged;     /* last warning */
     ngx_msec_t                      replay_until;
     uint64_t                        skip_until; /* live seqs replay had */
     unsigned                        replaying:1;
     unsigned                        skipping:1;
+    unsigned                        stale:1;
+    unsigned                        fresh:1;    /* nothing since a reset */
     char                            endpoint[NGX_SOCKADDR_STRLEN + 32];
     char                            replay_endpoint[NGX_SOCKADDR_STRLEN + 32];
 } ngx_http_kvroute_sub_t;
@@ -73,7 +85,12 @@ static ngx_int_t ngx_http_kvroute_events_start(
     ngx_http_kvroute_main_conf_t *kmcf);
 static ngx_int_t ngx_http_kvroute_events_subscribe(
     ngx_http_kvroute_events_t *ev, ngx_http_kvroute_srv_conf_t *kcf,
-    ngx_http_upstream_rr_peer_t *peer, ngx_int_t slot, ngx_uint_t rank);
+    ngx_http_upstream_rr_peer_t *peer, ngx_uint_t peer_index, ngx_uint_t rank);
+static ngx_int_t ngx_http_kvroute_events_monitor(
+    ngx_http_kvroute_events_t *ev, ngx_http_kvroute_sub_t *sub);
+static void ngx_http_kvroute_events_connects(ngx_http_kvroute_sub_t *sub);
+static void ngx_http_kvroute_events_stale(ngx_http_kvroute_sub_t *sub,
+    ngx_uint_t stale);
 static ngx_uint_t ngx_http_kvroute_events_drain(
     ngx_http_kvroute_events_t *ev, ngx_http_kvroute_sub_t *sub);
 static void ngx_http_kvroute_events_message(ngx_http_kvroute_events_t *ev,
@@ -258,7 +275,7 @@ ngx_http_kvroute_events_start(ngx_http_kvroute_main_conf_t *kmcf)
 
                 for (rank = 0; rank < kcf->events_ranks; rank++) {
                     (void) ngx_http_kvroute_events_subscribe(ev, kcf, peer,
-                                                             slot, rank);
+                                                             j, rank);
                 }
             }
         }
@@ -275,17 +292,19 @@ ngx_http_kvroute_events_start(ngx_http_kvroute_main_conf_t *kmcf)
 static ngx_int_t
 ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
     ngx_http_kvroute_srv_conf_t *kcf, ngx_http_upstream_rr_peer_t *peer,
-    ngx_int_t slot, ngx_uint_t rank)
+    ngx_uint_t peer_index, ngx_uint_t rank)
 {
     int                           linger, hwm, ivl, ivl_max;
     int64_t                       max_msg;
     u_char                        host[NGX_SOCKADDR_STRLEN];
     size_t                        len;
+    ngx_int_t                     slot, monitored;
     ngx_uint_t                    port;
     ngx_http_kvroute_override_t  *o;
     ngx_http_kvroute_sub_t       *sub;
 
     sub = &ev->subs[ev->nsubs];
+    slot = kcf->slots[peer_index];
 
     len = ngx_sock_ntop(peer->sockaddr, peer->socklen, host,
                         NGX_SOCKADDR_STRLEN, 0);
@@ -362,9 +381,22 @@ ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
         || zmq_setsockopt(sub->socket, ZMQ_RECONNECT_IVL_MAX, &ivl_max,
                           sizeof(int)) != 0
         || zmq_setsockopt(sub->socket, ZMQ_SUBSCRIBE, kcf->events_topic.data,
-                          kcf->events_topic.len) != 0
-        || zmq_connect(sub->socket, sub->endpoint) != 0)
+                          kcf->events_topic.len) != 0)
     {
+        goto failed;
+    }
+
+    /* watched before it connects: no connection goes unseen */
+
+    monitored = ngx_http_kvroute_events_monitor(ev, sub);
+
+    if (monitored != NGX_OK) {
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      "kvroute: cannot watch the connection to \"%s\": %s",
+                      sub->endpoint, zmq_strerror(zmq_errno()));
+    }
+
+    if (zmq_connect(sub->socket, sub->endpoint) != 0) {
         goto failed;
     }
 
@@ -377,6 +409,7 @@ ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
 
     sub->conf = kcf;
     sub->slot = slot;
+    sub->pred_slot = kcf->pred_slots[peer_index];
     sub->zmq = ev->zmq;
 
     /* what the index held from a previous helper can't be removed now */
@@ -387,9 +420,15 @@ ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
 
     ev->nsubs++;
 
-    /* the engine's replay buffer rebuilds the index at once */
+    /* until a replay or the stream proves otherwise, events were missed */
 
-    if (sub->replay_endpoint[0]) {
+    sub->stale = 0;
+    sub->fresh = 1;
+    ngx_http_kvroute_events_stale(sub, 1);
+
+    /* with a replay socket, each connection asks for what was missed */
+
+    if (monitored != NGX_OK && sub->replay_endpoint[0]) {
         ngx_http_kvroute_events_replay(sub);
     }
 
@@ -400,6 +439,11 @@ failed:
     ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
                   "kvroute: cannot subscribe to \"%s\": %s",
                   sub->endpoint, zmq_strerror(zmq_errno()));
+
+    if (sub->monitor) {
+        zmq_close(sub->monitor);
+        sub->monitor = NULL;
+    }
 
     if (sub->socket) {
         zmq_close(sub->socket);
@@ -440,6 +484,151 @@ ngx_http_kvroute_events_override(ngx_http_kvroute_srv_conf_t *kcf,
 }
 
 
+/*
+ * libzmq reports the SUB socket's connections on an inproc PAIR socket;
+ * a publisher that comes (back) may have sent what this helper missed.
+ */
+
+static ngx_int_t
+ngx_http_kvroute_events_monitor(ngx_http_kvroute_events_t *ev,
+    ngx_http_kvroute_sub_t *sub)
+{
+    int   linger;
+    char  name[64];
+
+    ngx_snprintf((u_char *) name, sizeof(name) - 1,
+                 "inproc://kvroute-monitor-%ui%Z", ev->nsubs);
+
+    if (zmq_socket_monitor(sub->socket, name, ZMQ_EVENT_CONNECTED) != 0) {
+        return NGX_ERROR;
+    }
+
+    sub->monitor = zmq_socket(ev->zmq, ZMQ_PAIR);
+
+    linger = 0;
+
+    if (sub->monitor == NULL
+        || zmq_setsockopt(sub->monitor, ZMQ_LINGER, &linger, sizeof(int))
+           != 0
+        || zmq_connect(sub->monitor, name) != 0)
+    {
+        if (sub->monitor) {
+            zmq_close(sub->monitor);
+            sub->monitor = NULL;
+        }
+
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_kvroute_events_connects(ngx_http_kvroute_sub_t *sub)
+{
+    int                               more;
+    size_t                            more_len;
+    uint16_t                          event;
+    ngx_uint_t                        connected;
+    zmq_msg_t                         msg;
+    ngx_http_kvroute_events_stats_t  *stats;
+
+    if (sub->monitor == NULL) {
+        return;
+    }
+
+    connected = 0;
+
+    for ( ;; ) {
+        event = 0;
+        zmq_msg_init(&msg);
+
+        if (zmq_msg_recv(&msg, sub->monitor, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&msg);
+            break;
+        }
+
+        /* frame 1: 16-bit event and 32-bit value; frame 2: the address */
+
+        if (zmq_msg_size(&msg) >= sizeof(uint16_t)) {
+            ngx_memcpy(&event, zmq_msg_data(&msg), sizeof(uint16_t));
+        }
+
+        more = 0;
+        more_len = sizeof(int);
+        (void) zmq_getsockopt(sub->monitor, ZMQ_RCVMORE, &more, &more_len);
+        zmq_msg_close(&msg);
+
+        while (more) {
+            zmq_msg_init(&msg);
+
+            if (zmq_msg_recv(&msg, sub->monitor, ZMQ_DONTWAIT) < 0) {
+                more = 0;
+
+            } else {
+                more_len = sizeof(int);
+                (void) zmq_getsockopt(sub->monitor, ZMQ_RCVMORE, &more,
+                                      &more_len);
+            }
+
+            zmq_msg_close(&msg);
+        }
+
+        if (event == ZMQ_EVENT_CONNECTED) {
+            connected = 1;
+            stats = &sub->conf->zone->sh->events[sub->slot];
+            stats->connects++;
+        }
+    }
+
+    if (connected && sub->replay_endpoint[0]) {
+        ngx_http_kvroute_events_replay(sub);
+    }
+}
+
+
+/*
+ * The server's index became stale or complete: while stale, its
+ * predictions keep as much as the approximate model would.
+ */
+
+static void
+ngx_http_kvroute_events_stale(ngx_http_kvroute_sub_t *sub, ngx_uint_t stale)
+{
+    ngx_http_kvroute_zone_t          *zone;
+    ngx_http_kvroute_events_stats_t  *stats;
+
+    if (sub->stale == stale) {
+        return;
+    }
+
+    sub->stale = stale;
+    zone = sub->conf->zone;
+    stats = &zone->sh->events[sub->slot];
+
+    ngx_shmtx_lock(&zone->shpool->mutex);
+
+    stats->stale = stale;
+
+    if (stale) {
+        stats->stale_total++;
+    }
+
+    if (sub->pred_slot >= 0) {
+        kvr_index_slot_set_capacity(zone->sh->index, sub->pred_slot,
+            ngx_http_kvroute_pred_capacity(sub->conf, sub->slot));
+    }
+
+    ngx_shmtx_unlock(&zone->shpool->mutex);
+
+    ngx_log_error(NGX_LOG_INFO, ngx_cycle->log, 0,
+                  "kvroute: the index of \"%s\" is %s", sub->endpoint,
+                  stale ? "stale, predictions stand in"
+                        : "complete again");
+}
+
+
 /* returns 1 when the budget ran out (more may be waiting) */
 
 static ngx_uint_t
@@ -449,6 +638,8 @@ ngx_http_kvroute_events_drain(ngx_http_kvroute_events_t *ev,
     ngx_uint_t          k, n, nframes;
     zmq_msg_t           msgs[NGX_HTTP_KVROUTE_EVENTS_FRAMES];
     kvr_events_frame_t  frames[NGX_HTTP_KVROUTE_EVENTS_FRAMES];
+
+    ngx_http_kvroute_events_connects(sub);
 
     /* during a replay the live stream waits in its socket */
 
@@ -492,16 +683,22 @@ ngx_http_kvroute_events_recv(void *socket, zmq_msg_t *msgs,
 {
     int         more;
     size_t      more_len;
+    zmq_msg_t  *msg, spare;
     ngx_uint_t  nframes;
 
     nframes = 0;
     *n = 0;
 
     for ( ;; ) {
-        zmq_msg_init(&msgs[*n]);
 
-        if (zmq_msg_recv(&msgs[*n], socket, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&msgs[*n]);
+        /* frames past the kept ones go through a spare and are dropped */
+
+        msg = (*n < NGX_HTTP_KVROUTE_EVENTS_FRAMES) ? &msgs[*n] : &spare;
+
+        zmq_msg_init(msg);
+
+        if (zmq_msg_recv(msg, socket, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(msg);
             break;
         }
 
@@ -511,13 +708,13 @@ ngx_http_kvroute_events_recv(void *socket, zmq_msg_t *msgs,
         more_len = sizeof(int);
         (void) zmq_getsockopt(socket, ZMQ_RCVMORE, &more, &more_len);
 
-        if (*n < NGX_HTTP_KVROUTE_EVENTS_FRAMES) {
-            frames[*n].data = zmq_msg_data(&msgs[*n]);
-            frames[*n].len = zmq_msg_size(&msgs[*n]);
+        if (msg != &spare) {
+            frames[*n].data = zmq_msg_data(msg);
+            frames[*n].len = zmq_msg_size(msg);
             (*n)++;
 
         } else {
-            zmq_msg_close(&msgs[*n]);
+            zmq_msg_close(msg);
         }
 
         if (!more) {
@@ -584,6 +781,9 @@ ngx_http_kvroute_events_replay(ngx_http_kvroute_sub_t *sub)
     ngx_shmtx_lock(&zone->shpool->mutex);
     kvr_kvstate_reset(&sub->state, zone->sh->index);
     ngx_shmtx_unlock(&zone->shpool->mutex);
+
+    sub->fresh = 1;
+    ngx_http_kvroute_events_stale(sub, 1);
 
     ngx_memzero(seq, sizeof(seq));
 
@@ -720,6 +920,8 @@ ngx_http_kvroute_events_batch(ngx_http_kvroute_events_t *ev,
     ngx_http_kvroute_sub_t *sub, uint64_t seq, const uint8_t *payload,
     size_t len)
 {
+    uint64_t                          cleared;
+    ngx_uint_t                        restarted;
     kvr_event_batch_t                 batch;
     kvr_events_status_e               rc;
     ngx_http_kvroute_zone_t          *zone;
@@ -727,15 +929,30 @@ ngx_http_kvroute_events_batch(ngx_http_kvroute_events_t *ev,
 
     zone = sub->conf->zone;
     stats = &zone->sh->events[sub->slot];
+    cleared = sub->state.stats.cleared;
 
     ngx_shmtx_lock(&zone->shpool->mutex);
 
-    kvr_kvstate_sequence(&sub->state, zone->sh->index, seq);
+    restarted = kvr_kvstate_sequence(&sub->state, zone->sh->index, seq);
 
     rc = kvr_events_decode(ev->decoder, payload, len, &batch,
                            ngx_http_kvroute_events_apply, sub);
 
     ngx_shmtx_unlock(&zone->shpool->mutex);
+
+    /*
+     * after a reset the index is complete only if the stream starts at
+     * its beginning; an AllBlocksCleared makes it complete at any point
+     */
+
+    if (restarted || sub->fresh) {
+        sub->fresh = 0;
+        ngx_http_kvroute_events_stale(sub, seq != 0);
+    }
+
+    if (sub->state.stats.cleared != cleared) {
+        ngx_http_kvroute_events_stale(sub, 0);
+    }
 
     if (rc != KVR_EVENTS_OK) {
         stats->dropped++;

@@ -240,6 +240,26 @@ ngx_http_kvroute_load(ngx_http_kvroute_zone_t *zone, ngx_int_t slot,
 
 
 /*
+ * Predictions are a short memory while the server's events are trusted;
+ * while its index is stale (events were lost) they stand in for it as the
+ * approximate model does, so they get the server's whole capacity.
+ */
+
+uint64_t
+ngx_http_kvroute_pred_capacity(ngx_http_kvroute_srv_conf_t *kcf,
+    ngx_int_t slot)
+{
+    if (slot >= 0 && slot < NGX_HTTP_KVROUTE_MAX_PEERS
+        && kcf->zone->sh->events[slot].stale)
+    {
+        return kcf->capacity;
+    }
+
+    return kcf->predict;
+}
+
+
+/*
  * Index slots are keyed by the peer's name (address:port), so a server
  * keeps its blocks across reloads that reorder or change the server list.
  */
@@ -297,7 +317,8 @@ ngx_http_kvroute_resolve_slots(ngx_http_kvroute_srv_conf_t *kcf,
                                          peer->name.len + 1);
 
                 if (pred[i] >= 0) {
-                    kvr_index_slot_set_capacity(index, pred[i], kcf->predict);
+                    kvr_index_slot_set_capacity(index, pred[i],
+                        ngx_http_kvroute_pred_capacity(kcf, slot));
                 }
             }
 

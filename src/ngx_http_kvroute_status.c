@@ -62,7 +62,7 @@ ngx_http_kvroute_status_handler(ngx_http_request_t *r)
     for (i = 0; i < kmcf->upstreams.nelts; i++) {
         peers = up[i]->peer.data;
         npeers = peers->number + (peers->next ? peers->next->number : 0);
-        size += (20 * npeers + NGX_HTTP_KVROUTE_R_LAST + 8)
+        size += (24 * npeers + NGX_HTTP_KVROUTE_R_LAST + 8)
                 * NGX_HTTP_KVROUTE_LINE;
     }
 
@@ -205,6 +205,12 @@ ngx_http_kvroute_status_upstream(u_char *p,
                                            ev->replays);
                 NGX_HTTP_KVROUTE_PEER_LINE(
                     "kvroute_events_replayed_batches_total", ev->replayed);
+                NGX_HTTP_KVROUTE_PEER_LINE("kvroute_events_stale",
+                                           ev->stale);
+                NGX_HTTP_KVROUTE_PEER_LINE("kvroute_events_stale_total",
+                                           ev->stale_total);
+                NGX_HTTP_KVROUTE_PEER_LINE("kvroute_events_connects_total",
+                                           ev->connects);
                 NGX_HTTP_KVROUTE_PEER_LINE("kvroute_events_orphans_total",
                                            ev->orphans);
                 NGX_HTTP_KVROUTE_PEER_LINE(

@@ -87,21 +87,23 @@ run_tests();
 __DATA__
 
 === TEST 1: blocks an engine stored, reported by its events, attract the prefix
+(the helper subscribes first: a PUB socket drops what nobody hears)
 --- main_config eval: $::MainConfig
 --- http_config eval: $::HttpConfig
 --- config eval: $::Config
 --- more_headers
 Content-Type: application/json
 --- request eval
-[ "POST /direct2/v1/completions\n$::Prompt",
+[ "GET /wait",
+  "POST /direct2/v1/completions\n$::Prompt",
   "GET /wait",
   "POST /v1/completions\n$::Prompt",
   "POST /v1/completions\n$::Prompt",
   "GET /kvroute_status" ]
 --- response_headers_like eval
-[ "", "", "X-Kvroute: overlap 6/6", "X-Kvroute: overlap 6/6", "" ]
+[ "", "", "", "X-Kvroute: overlap 6/6", "X-Kvroute: overlap 6/6", "" ]
 --- response_body_like eval
-[ qr/"engine_id":"engine-1"/, qr/ok/, qr/"engine_id":"engine-1"/,
+[ qr/ok/, qr/"engine_id":"engine-1"/, qr/ok/, qr/"engine_id":"engine-1"/,
   qr/"engine_id":"engine-1"/,
   qr/kvroute_events_stored_blocks_total\{upstream="llm",server="127.0.0.1:\d+"\} [1-9]/ ]
 --- no_error_log

@@ -27,7 +27,7 @@ sub store {
                                 [ $first .. $first + 15 ], 16, undef ] ] ] } ] };
 }
 
-# sends the messages once kvroute's helper has had time to subscribe
+# sends the messages once kvroute's helper has subscribed; returns then
 sub publish {
     my @messages = @_;
 
@@ -40,13 +40,21 @@ sub publish {
     open my $fh, '>', $file or die;
     print $fh JSON::PP->new->encode(\@messages);
     close $fh;
+    my $out = "t/publisher-$$.out";
+    unlink $out;
     my $pid = fork();
     if ($pid == 0) {
-        open STDOUT, '>', '/dev/null';
-        exec('node', 't/lib/kv_publisher.js', $events, $file, 1000, $replay)
+        open STDOUT, '>', $out;
+        exec('node', 't/lib/kv_publisher.js', $events, $file, 8000, $replay)
             or POSIX::_exit(127);
     }
     push @Publishers, $pid;
+
+    # the publisher sends once kvroute's helper has subscribed (XPUB)
+    for (1 .. 100) {
+        last if -s $out;
+        select(undef, undef, undef, 0.1);
+    }
 }
 
 sub removed {
@@ -54,6 +62,12 @@ sub removed {
     return { frames => [ { text => '' }, { seq => $seq },
         { msgpack => [ 1.5, [ [ 'BlockRemoved',
                                 [ map { { u64 => $_ } } @hashes ] ] ] ] } ] };
+}
+
+sub cleared {
+    my ($seq) = @_;
+    return { frames => [ { text => '' }, { seq => $seq },
+        { msgpack => [ 1.5, [ [ 'AllBlocksCleared' ] ] ] } ] };
 }
 
 sub prompt {
@@ -88,7 +102,8 @@ run_tests();
 
 __DATA__
 
-=== TEST 1: malformed messages are dropped and counted, the valid ones apply
+=== TEST 1: malformed messages (2, 3 and 8 frames, bad sequence, bad msgpack,
+wrong shape) are dropped and counted, the valid ones apply
 --- main_config
 load_module $TEST_NGINX_KVROUTE_SO;
 load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
@@ -101,6 +116,7 @@ main::publish(
                   { msgpack => [ 1, [] ] } ] },
     { frames => [ { text => '' }, { seq => 0 }, { hex => 'c1c1c1' } ] },
     { frames => [ { text => '' }, { seq => 0 }, { msgpack => { x => 1 } } ] },
+    { frames => [ { text => '' }, { seq => 0 }, map { { text => "f$_" } } 1 .. 6 ] },
     main::store(0, 11, undef, 3000),
     main::store(1, 12, 11, 3016));
 --- more_headers
@@ -112,14 +128,14 @@ Content-Type: application/json
 [ "", "X-Kvroute: overlap 2/2", "" ]
 --- response_body_like eval
 [ qr/ok/, qr/ok/,
-  qr/kvroute_events_dropped_total\{[^}]*\} 4\n(?:.*\n)*kvroute_events_stored_blocks_total\{[^}]*\} 2\n/ ]
+  qr/kvroute_events_dropped_total\{[^}]*\} 5\n(?:.*\n)*kvroute_events_stored_blocks_total\{[^}]*\} 2\n(?:.*\n)*kvroute_events_stale\{[^}]*\} 0\n/ ]
 --- no_error_log
 [error]
 [alert]
 
 
 
-=== TEST 2: a gap drops what the index held; later events rebuild it
+=== TEST 2: a gap drops what the index held; later events rebuild it; stale
 --- main_config
 load_module $TEST_NGINX_KVROUTE_SO;
 load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
@@ -139,7 +155,8 @@ Content-Type: application/json
 --- response_headers_like eval
 [ "", "X-Kvroute: home 0/2", "X-Kvroute: overlap 1/1", "" ]
 --- response_body_like eval
-[ qr/ok/, qr/ok/, qr/ok/, qr/kvroute_events_gaps_total\{[^}]*\} 1\n/ ]
+[ qr/ok/, qr/ok/, qr/ok/,
+  qr/kvroute_events_gaps_total\{[^}]*\} 1\n(?:.*\n)*kvroute_events_stale\{[^}]*\} 1\n/ ]
 --- no_error_log
 [error]
 [alert]
@@ -196,7 +213,8 @@ Content-Type: application/json
 
 
 
-=== TEST 5: the publisher restarts (its sequence goes back to 0): a restart
+=== TEST 5: the publisher restarts (its sequence goes back to 0): a restart,
+the index is complete again (not stale)
 --- main_config
 load_module $TEST_NGINX_KVROUTE_SO;
 load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
@@ -216,7 +234,8 @@ Content-Type: application/json
 --- response_headers_like eval
 [ "", "X-Kvroute: home 0/2", "X-Kvroute: overlap 1/1", "" ]
 --- response_body_like eval
-[ qr/ok/, qr/ok/, qr/ok/, qr/kvroute_events_gaps_total\{[^}]*\} 1\n/ ]
+[ qr/ok/, qr/ok/, qr/ok/,
+  qr/kvroute_events_gaps_total\{[^}]*\} 1\n(?:.*\n)*kvroute_events_stale\{[^}]*\} 0\n/ ]
 --- no_error_log
 [error]
 
@@ -244,5 +263,128 @@ Content-Type: application/json
 [ "", "X-Kvroute: overlap 1/3", "" ]
 --- response_body_like eval
 [ qr/ok/, qr/ok/, qr/kvroute_events_removed_blocks_total\{[^}]*\} 2\n/ ]
+--- no_error_log
+[error]
+
+
+
+=== TEST 7: a gap with a replay socket: what was missed is asked and applied,
+and the index, rebuilt from sequence 0, is complete
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+--- http_config
+upstream llm {
+    kvroute mode=kv events_port=+100 replay_port=+200 predict=0
+            zone=kv_faults:4m;
+    server 127.0.0.1:$TEST_NGINX_B1;
+}
+server { listen 127.0.0.1:$TEST_NGINX_B1; location / { return 200 "ok\n"; } }
+--- config eval: $::Config
+--- init
+main::publish(
+    main::store(0, 11, undef, 3000),
+    { %{ main::store(1, 12, 11, 3016) }, replay_only => JSON::PP::true },
+    main::store(2, 13, 12, 3032));
+--- more_headers
+Content-Type: application/json
+--- timeout: 8
+--- request eval
+[ "GET /wait", main::prompt(3000, 48), "GET /kvroute_status" ]
+--- response_headers_like eval
+[ "", "X-Kvroute: overlap 3/3", "" ]
+--- response_body_like eval
+[ qr/ok/, qr/ok/,
+  qr/kvroute_events_gaps_total\{[^}]*\} 1\n(?:.*\n)*kvroute_events_replays_total\{[^}]*\} [2-9]\n(?:.*\n)*kvroute_events_replayed_batches_total\{[^}]*\} [1-9]\d*\n(?:.*\n)*kvroute_events_stale\{[^}]*\} 0\n(?:.*\n)*kvroute_events_connects_total\{[^}]*\} [1-9]\n/ ]
+--- no_error_log
+[error]
+
+
+
+=== TEST 8: joining a stream late (first sequence 7): the index is stale and
+predictions stand in with the server's capacity (here 1000 blocks, not 4)
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+--- http_config
+upstream llm {
+    kvroute mode=kv events_port=+100 predict=4 capacity=1000
+            zone=kv_faults:4m;
+    server 127.0.0.1:$TEST_NGINX_B1;
+}
+server { listen 127.0.0.1:$TEST_NGINX_B1; location / { return 200 "ok\n"; } }
+--- config eval: $::Config
+--- init
+main::publish(main::store(7, 11, undef, 3000));
+--- more_headers
+Content-Type: application/json
+--- timeout: 8
+--- request eval
+[ "GET /wait", main::prompt(7000, 64), main::prompt(8000, 64),
+  main::prompt(7000, 64), "GET /kvroute_status" ]
+--- response_headers_like eval
+[ "", "X-Kvroute: home 0/4", "X-Kvroute: home 0/4", "X-Kvroute: overlap 4/4",
+  "" ]
+--- response_body_like eval
+[ qr/ok/, qr/ok/, qr/ok/, qr/ok/,
+  qr/kvroute_events_stale\{[^}]*\} 1\n/ ]
+--- no_error_log
+[error]
+
+
+
+=== TEST 9: the same from sequence 0: complete, predictions stay short (4
+blocks: the second prompt's replace the first's)
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+--- http_config
+upstream llm {
+    kvroute mode=kv events_port=+100 predict=4 capacity=1000
+            zone=kv_faults:4m;
+    server 127.0.0.1:$TEST_NGINX_B1;
+}
+server { listen 127.0.0.1:$TEST_NGINX_B1; location / { return 200 "ok\n"; } }
+--- config eval: $::Config
+--- init
+main::publish(main::store(0, 11, undef, 3000));
+--- more_headers
+Content-Type: application/json
+--- timeout: 8
+--- request eval
+[ "GET /wait", main::prompt(7000, 64), main::prompt(8000, 64),
+  main::prompt(7000, 64), "GET /kvroute_status" ]
+--- response_headers_like eval
+[ "", "X-Kvroute: home 0/4", "X-Kvroute: home 0/4", "X-Kvroute: home 0/4",
+  "" ]
+--- response_body_like eval
+[ qr/ok/, qr/ok/, qr/ok/, qr/ok/,
+  qr/kvroute_events_stale\{[^}]*\} 0\n/ ]
+--- no_error_log
+[error]
+
+
+
+=== TEST 10: AllBlocksCleared makes a stale index complete again
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+--- http_config eval: $::HttpConfig
+--- config eval: $::Config
+--- init
+main::publish(
+    main::store(7, 11, undef, 3000),
+    main::cleared(8),
+    main::store(9, 21, undef, 4000));
+--- more_headers
+Content-Type: application/json
+--- timeout: 8
+--- request eval
+[ "GET /wait", main::prompt(4000, 16), "GET /kvroute_status" ]
+--- response_headers_like eval
+[ "", "X-Kvroute: overlap 1/1", "" ]
+--- response_body_like eval
+[ qr/ok/, qr/ok/,
+  qr/kvroute_events_cleared_total\{[^}]*\} 1\n(?:.*\n)*kvroute_events_stale\{[^}]*\} 0\n(?:.*\n)*kvroute_events_stale_total\{[^}]*\} 1\n/ ]
 --- no_error_log
 [error]

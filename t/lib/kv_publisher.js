@@ -1,6 +1,6 @@
 'use strict';
-// A scripted KV event publisher for kvroute's tests: binds a ZMQ PUB
-// socket, waits for subscribers to connect, sends the messages of a
+// A scripted KV event publisher for kvroute's tests: binds a ZMQ XPUB
+// socket, waits for a subscription (at most wait_ms), sends the messages of a
 // scenario (JSON file: [{frames: [...]}, ...]), then stays until killed.
 // A frame is {hex: "..."}, {text: "..."}, {seq: N} (8 bytes big-endian) or
 // {msgpack: value} (hash fields as {"u64": "123"} become uint64).
@@ -56,7 +56,9 @@ async function serveReplays(router, buffer) {
 async function main() {
   const [endpoint, file, waitMs, replayEndpoint] = process.argv.slice(2);
   const messages = JSON.parse(fs.readFileSync(file, 'utf8'));
-  const pub = new zmq.Publisher();
+  // XPUB: a subscription message says a subscriber is in place, so what
+  // follows reaches it (a plain PUB drops what it sends before that)
+  const pub = new zmq.XPublisher();
   await pub.bind(endpoint);
   const buffer = [];
   if (replayEndpoint) {
@@ -64,7 +66,14 @@ async function main() {
     await router.bind(replayEndpoint);
     serveReplays(router, buffer).catch(() => {});
   }
-  await new Promise((r) => setTimeout(r, Number(waitMs || 1000)));
+  const limit = new Promise((r) => setTimeout(r, Number(waitMs || 1000)));
+  const subscribed = (async () => {
+    for (;;) {
+      const [sub] = await pub.receive();
+      if (sub.length && sub[0] === 1) return;
+    }
+  })();
+  await Promise.race([subscribed, limit]);
   for (const m of messages) {
     const frames = m.frames.map(frame);
     if (frames.length === 3 && frames[1].length === 8) {

@@ -153,6 +153,10 @@ main(void)
     tap_is(kvr_index_match(ix, slot, keys, 4), 0, "AllBlocksCleared");
     tap_is(st.stats.cleared, 1, "clear counted");
 
+    /* a clear keeps the sequence: what follows it is still checked */
+    tap_is(kvr_kvstate_sequence(&st, ix, 1), 0, "seq 1 follows the clear's 0");
+    tap_is(kvr_kvstate_sequence(&st, ix, 3), 1, "seq 3 after a clear: a gap");
+
     kvr_kvstate_free(&st);
     free(region);
 
