@@ -631,42 +631,59 @@ kvr_json_string(const unsigned char *p, const unsigned char *e,
 #if (KVR_JSON_AVX2)
 
 /*
- * Plain ASCII string content 64 bytes at a time: stops at the first quote,
- * backslash, control byte or byte >= 0x80 (negative as a signed byte, so
- * below 0x20 too), or where fewer than 64 bytes are left; the caller's
- * loops go on from there.
+ * Plain ASCII string content 128 bytes at a time: stops at the first
+ * quote, backslash, control byte or byte >= 0x80, or where fewer than 64
+ * bytes are left; the caller's loops go on from there.  With v ^ 0x02 a
+ * quote becomes 0x20, so one signed "below 0x21" finds quotes, control
+ * bytes and (negative) bytes >= 0x80 at once; backslashes are compared.
  */
 __attribute__((target("avx2")))
 static const unsigned char *
 kvr_json_plain_avx2(const unsigned char *p, const unsigned char *e)
 {
-    __m256i   a, b, quote, bslash, space, ma, mb;
-    uint64_t  mask;
+    __m256i   a, b, c, d, flip, below, bslash, m;
+    uint32_t  mask;
 
-    quote = _mm256_set1_epi8('"');
+    flip = _mm256_set1_epi8(0x02);
+    below = _mm256_set1_epi8(0x21);
     bslash = _mm256_set1_epi8('\\');
-    space = _mm256_set1_epi8(0x20);
+
+#define kvr_json_special(v)                                                   \
+    _mm256_or_si256(_mm256_cmpgt_epi8(below, _mm256_xor_si256(v, flip)),    \
+                    _mm256_cmpeq_epi8(v, bslash))
+
+    while (e - p >= 128) {
+        a = _mm256_loadu_si256((const __m256i *) p);
+        b = _mm256_loadu_si256((const __m256i *) (p + 32));
+        c = _mm256_loadu_si256((const __m256i *) (p + 64));
+        d = _mm256_loadu_si256((const __m256i *) (p + 96));
+
+        m = _mm256_or_si256(_mm256_or_si256(kvr_json_special(a),
+                                            kvr_json_special(b)),
+                            _mm256_or_si256(kvr_json_special(c),
+                                            kvr_json_special(d)));
+
+        if (!_mm256_testz_si256(m, m)) {
+            break;
+        }
+
+        p += 128;
+    }
+
+    /* the 32 bytes holding the first special byte, or the rest */
 
     while (e - p >= 64) {
         a = _mm256_loadu_si256((const __m256i *) p);
-        b = _mm256_loadu_si256((const __m256i *) (p + 32));
-
-        ma = _mm256_or_si256(_mm256_cmpeq_epi8(a, quote),
-                             _mm256_cmpeq_epi8(a, bslash));
-        ma = _mm256_or_si256(ma, _mm256_cmpgt_epi8(space, a));
-        mb = _mm256_or_si256(_mm256_cmpeq_epi8(b, quote),
-                             _mm256_cmpeq_epi8(b, bslash));
-        mb = _mm256_or_si256(mb, _mm256_cmpgt_epi8(space, b));
-
-        mask = (uint32_t) _mm256_movemask_epi8(ma)
-               | (uint64_t) (uint32_t) _mm256_movemask_epi8(mb) << 32;
+        mask = (uint32_t) _mm256_movemask_epi8(kvr_json_special(a));
 
         if (mask != 0) {
-            return p + __builtin_ctzll(mask);
+            return p + __builtin_ctz(mask);
         }
 
-        p += 64;
+        p += 32;
     }
+
+#undef kvr_json_special
 
     return p;
 }
