@@ -1355,6 +1355,17 @@ kvr_index_slot_info(kvr_index_t *ix, int slot, kvr_index_slot_info_t *info)
 }
 
 
+uint64_t
+kvr_index_slot_blocks(kvr_index_t *ix, int slot)
+{
+    if (slot < 0 || slot >= KVR_INDEX_MAX_SLOTS) {
+        return 0;
+    }
+
+    return ix->slots[slot].blocks;
+}
+
+
 /*
  * Checks every structure; returns 0, or a negative number naming the
  * first inconsistency found.  O(region); for tests.

@@ -120,5 +120,8 @@ void kvr_index_stats(kvr_index_t *ix, kvr_index_stats_t *stats);
 void kvr_index_slot_info(kvr_index_t *ix, int slot,
     kvr_index_slot_info_t *info);
 
+/* the blocks field of kvr_index_slot_info() alone (0 for a bad slot) */
+uint64_t kvr_index_slot_blocks(kvr_index_t *ix, int slot);
+
 
 #endif /* _KVR_INDEX_H_INCLUDED_ */

@@ -44,6 +44,26 @@ static ngx_int_t ngx_http_kvroute_charge(ngx_http_kvroute_peer_data_t *kp,
     ngx_http_upstream_rr_peer_t *chosen, ngx_uint_t overlap);
 static void ngx_http_kvroute_decided(ngx_peer_connection_t *pc,
     ngx_http_kvroute_peer_data_t *kp, ngx_uint_t reason);
+static uint64_t ngx_http_kvroute_id_hash(ngx_http_upstream_rr_peer_t *peer);
+static void ngx_http_kvroute_prefixes(ngx_http_kvroute_srv_conf_t *kcf,
+    kvr_index_t *index, int *slots, int *pred, uint32_t *overlap,
+    ngx_uint_t n, uint64_t first_block, kvr_candidate_t *cand);
+static int ngx_http_kvroute_held(void *data, uint64_t first_block);
+
+
+/* a peer's id hash, remembered per process (keyed by the cycle too) */
+typedef struct {
+    ngx_cycle_t                    *cycle;
+    ngx_http_upstream_rr_peer_t    *peer;
+    u_char                         *name;
+    size_t                          len;
+    uint64_t                        hash;
+} ngx_http_kvroute_id_t;
+
+
+#define NGX_HTTP_KVROUTE_IDS  64
+
+static ngx_http_kvroute_id_t  ngx_http_kvroute_ids[NGX_HTTP_KVROUTE_IDS];
 
 
 ngx_int_t
@@ -142,7 +162,6 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
     kvr_pick_e                      why;
     kvr_demand_t                    demand;
     kvr_index_t                    *index;
-    kvr_index_slot_info_t           info;
     kvr_candidate_t                 cand[NGX_HTTP_KVROUTE_MAX_PEERS];
     ngx_http_kvroute_ctx_t         *ctx;
     ngx_http_kvroute_srv_conf_t    *kcf;
@@ -204,8 +223,7 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
         slots[n] = (base + i < kcf->nslots) ? kcf->slots[base + i] : -1;
         pred[n] = (base + i < kcf->nslots) ? kcf->pred_slots[base + i] : -1;
         cand[n].weight = peer->weight;
-        cand[n].id_hash = ngx_hash_key(peer->name.data, peer->name.len)
-                          * 0x9e3779b97f4a7c15ULL;
+        cand[n].id_hash = ngx_http_kvroute_id_hash(peer);
         n++;
     }
 
@@ -266,13 +284,15 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
         }
     }
 
+    ngx_http_kvroute_prefixes(kcf, index, slots, pred, overlap, n,
+                              ctx->first_block, cand);
+
     for (i = 0; i < n; i++) {
         cand[i].cached_blocks = 0;
         cand[i].capacity = kcf->capacity;
 
         if (slots[i] >= 0) {
-            kvr_index_slot_info(index, slots[i], &info);
-            cand[i].cached_blocks = info.blocks;
+            cand[i].cached_blocks = kvr_index_slot_blocks(index, slots[i]);
         }
 
         ngx_http_kvroute_load(kcf->zone, slots[i], &requests, &tokens,
@@ -298,6 +318,11 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
 
     if (pred[chosen] >= 0 && kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) {
         kvr_index_record(index, pred[chosen], ctx->hashes, ctx->nblocks);
+    }
+
+    if (slots[chosen] >= 0 && slots[chosen] < NGX_HTTP_KVROUTE_MAX_PEERS) {
+        kvr_homes_touch(&kcf->zone->sh->homes[slots[chosen]],
+                        ctx->first_block);
     }
 
     ngx_shmtx_unlock(&kcf->zone->shpool->mutex);
@@ -360,7 +385,102 @@ found:
 }
 
 
+/*
+ * A server's stable hash for homes and tie breaks, from its name; computed
+ * once per process and cycle for a peer, unless its name moved
+ */
+
+static uint64_t
+ngx_http_kvroute_id_hash(ngx_http_upstream_rr_peer_t *peer)
+{
+    ngx_http_kvroute_id_t  *id;
+
+    id = &ngx_http_kvroute_ids[((uintptr_t) peer / sizeof(void *))
+                               % NGX_HTTP_KVROUTE_IDS];
+
+    if (id->peer != peer || id->cycle != (ngx_cycle_t *) ngx_cycle
+        || id->name != peer->name.data || id->len != peer->name.len)
+    {
+        id->peer = peer;
+        id->cycle = (ngx_cycle_t *) ngx_cycle;
+        id->name = peer->name.data;
+        id->len = peer->name.len;
+        id->hash = ngx_hash_key(peer->name.data, peer->name.len)
+                   * 0x9e3779b97f4a7c15ULL;
+    }
+
+    return id->hash;
+}
+
+
 /* nginx's own round robin, which also handles backups and NGX_BUSY */
+
+/* what ngx_http_kvroute_held() looks in */
+typedef struct {
+    kvr_index_t                    *index;
+    int                             slot;
+    int                             pred;
+} ngx_http_kvroute_held_t;
+
+
+/*
+ * A prompt no server holds gets a home: count the prefixes each server
+ * holds (its recent first blocks still in the index, or in its
+ * predictions in kv mode), for the policy to place it where fewest live.
+ */
+
+static void
+ngx_http_kvroute_prefixes(ngx_http_kvroute_srv_conf_t *kcf,
+    kvr_index_t *index, int *slots, int *pred, uint32_t *overlap,
+    ngx_uint_t n, uint64_t first_block, kvr_candidate_t *cand)
+{
+    ngx_uint_t               i;
+    ngx_http_kvroute_held_t  held;
+
+    for (i = 0; i < n; i++) {
+        cand[i].prefixes = 0;
+    }
+
+    if (kcf->policy.policy != KVR_POLICY_KVROUTE) {
+        return;
+    }
+
+    for (i = 0; i < n; i++) {
+        if (overlap[i]) {
+            return;
+        }
+    }
+
+    held.index = index;
+
+    for (i = 0; i < n; i++) {
+        if (slots[i] < 0 || slots[i] >= NGX_HTTP_KVROUTE_MAX_PEERS) {
+            continue;
+        }
+
+        held.slot = slots[i];
+        held.pred = (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) ? pred[i] : -1;
+
+        cand[i].prefixes = kvr_homes_live(&kcf->zone->sh->homes[slots[i]],
+                                          first_block, ngx_http_kvroute_held,
+                                          &held);
+    }
+}
+
+
+static int
+ngx_http_kvroute_held(void *data, uint64_t first_block)
+{
+    ngx_http_kvroute_held_t  *held = data;
+
+    if (kvr_index_match(held->index, held->slot, &first_block, 1)) {
+        return 1;
+    }
+
+    return held->pred >= 0
+           && kvr_index_match(held->index, held->pred, &first_block, 1);
+}
+
 
 static ngx_int_t
 ngx_http_kvroute_fallback(ngx_peer_connection_t *pc,
