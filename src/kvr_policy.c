@@ -52,7 +52,7 @@ kvr_policy_pick_kvroute(const kvr_policy_conf_t *conf,
     kvr_pick_e *why)
 {
     size_t    i, best, least;
-    double    load, best_load, min_load, key, best_key;
+    double    load, best_load, min_load, key, best_key, held, best_held;
     uint32_t  max_overlap;
     uint64_t  full, fill, best_fill;
 
@@ -100,10 +100,11 @@ kvr_policy_pick_kvroute(const kvr_policy_conf_t *conf,
     } else {
 
         /*
-         * the emptiest cache first, in eighths of its size, so new
-         * prefixes spread over idle servers; among equally full ones
-         * weighted rendezvous hashing: the smallest -ln(u) / weight wins,
-         * u uniform in (0, 1) from the prefix and the server
+         * the server holding the fewest prefixes per unit of weight, so
+         * prefixes partition evenly (one too many on a server evicts
+         * another); then the emptiest cache, in eighths of its size; among
+         * equals weighted rendezvous hashing: the smallest -ln(u) / weight
+         * wins, u uniform in (0, 1) from the prefix and the server
          */
 
         full = 0;
@@ -120,8 +121,12 @@ kvr_policy_pick_kvroute(const kvr_policy_conf_t *conf,
 
         best_key = 0;
         best_fill = 0;
+        best_held = 0;
 
         for (i = 0; i < n; i++) {
+            held = (double) cand[i].prefixes
+                   / (cand[i].weight ? cand[i].weight : 1);
+
             fill = full ? cand[i].cached_blocks * 8 / full : 0;
             fill = fill > 7 ? 7 : fill;
 
@@ -129,12 +134,15 @@ kvr_policy_pick_kvroute(const kvr_policy_conf_t *conf,
                                                  demand->first_block));
             key = -log(key) / (cand[i].weight ? cand[i].weight : 1);
 
-            if (best == n || fill < best_fill
-                || (fill == best_fill && key < best_key))
+            if (best == n || held < best_held
+                || (held == best_held
+                    && (fill < best_fill
+                        || (fill == best_fill && key < best_key))))
             {
                 best = i;
                 best_key = key;
                 best_fill = fill;
+                best_held = held;
             }
         }
 

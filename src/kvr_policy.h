@@ -46,6 +46,7 @@ typedef struct {
     uint32_t       weight;          /* nginx server weight, >= 1 */
     uint64_t       cached_blocks;   /* blocks the index holds for it */
     uint64_t       capacity;        /* its cache size in blocks, 0 unknown */
+    uint32_t       prefixes;        /* distinct prefixes cached there */
 } kvr_candidate_t;
 
 

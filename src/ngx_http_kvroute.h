@@ -15,6 +15,7 @@
 
 #include "kvr_index.h"
 #include "kvr_policy.h"
+#include "kvr_homes.h"
 #include "kvr_tokenizer.h"
 #include "kvr_chat.h"
 
@@ -98,6 +99,7 @@ typedef struct {
     ngx_atomic_t                     nrows;       /* rows ever claimed */
     ngx_http_kvroute_events_stats_t  events[NGX_HTTP_KVROUTE_MAX_PEERS];
     ngx_http_kvroute_row_t           rows[NGX_HTTP_KVROUTE_MAX_ROWS];
+    kvr_homes_t                      homes[NGX_HTTP_KVROUTE_MAX_PEERS];
     kvr_index_t                     *index;
 } ngx_http_kvroute_shctx_t;
 

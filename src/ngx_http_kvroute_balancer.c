@@ -45,6 +45,10 @@ static ngx_int_t ngx_http_kvroute_charge(ngx_http_kvroute_peer_data_t *kp,
 static void ngx_http_kvroute_decided(ngx_peer_connection_t *pc,
     ngx_http_kvroute_peer_data_t *kp, ngx_uint_t reason);
 static uint64_t ngx_http_kvroute_id_hash(ngx_http_upstream_rr_peer_t *peer);
+static void ngx_http_kvroute_prefixes(ngx_http_kvroute_srv_conf_t *kcf,
+    kvr_index_t *index, int *slots, int *pred, uint32_t *overlap,
+    ngx_uint_t n, uint64_t first_block, kvr_candidate_t *cand);
+static int ngx_http_kvroute_held(void *data, uint64_t first_block);
 
 
 /* a peer's id hash, remembered per process (keyed by the cycle too) */
@@ -280,6 +284,9 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
         }
     }
 
+    ngx_http_kvroute_prefixes(kcf, index, slots, pred, overlap, n,
+                              ctx->first_block, cand);
+
     for (i = 0; i < n; i++) {
         cand[i].cached_blocks = 0;
         cand[i].capacity = kcf->capacity;
@@ -311,6 +318,11 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
 
     if (pred[chosen] >= 0 && kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) {
         kvr_index_record(index, pred[chosen], ctx->hashes, ctx->nblocks);
+    }
+
+    if (slots[chosen] >= 0 && slots[chosen] < NGX_HTTP_KVROUTE_MAX_PEERS) {
+        kvr_homes_touch(&kcf->zone->sh->homes[slots[chosen]],
+                        ctx->first_block);
     }
 
     ngx_shmtx_unlock(&kcf->zone->shpool->mutex);
@@ -402,6 +414,75 @@ ngx_http_kvroute_id_hash(ngx_http_upstream_rr_peer_t *peer)
 
 
 /* nginx's own round robin, which also handles backups and NGX_BUSY */
+
+/* what ngx_http_kvroute_held() looks in */
+typedef struct {
+    kvr_index_t                    *index;
+    int                             slot;
+    int                             pred;
+} ngx_http_kvroute_held_t;
+
+
+/*
+ * A prompt no server holds gets a home: count the prefixes each server
+ * holds (its recent first blocks still in the index, or in its
+ * predictions in kv mode), for the policy to place it where fewest live.
+ */
+
+static void
+ngx_http_kvroute_prefixes(ngx_http_kvroute_srv_conf_t *kcf,
+    kvr_index_t *index, int *slots, int *pred, uint32_t *overlap,
+    ngx_uint_t n, uint64_t first_block, kvr_candidate_t *cand)
+{
+    ngx_uint_t               i;
+    ngx_http_kvroute_held_t  held;
+
+    for (i = 0; i < n; i++) {
+        cand[i].prefixes = 0;
+    }
+
+    if (kcf->policy.policy != KVR_POLICY_KVROUTE) {
+        return;
+    }
+
+    for (i = 0; i < n; i++) {
+        if (overlap[i]) {
+            return;
+        }
+    }
+
+    held.index = index;
+
+    for (i = 0; i < n; i++) {
+        if (slots[i] < 0 || slots[i] >= NGX_HTTP_KVROUTE_MAX_PEERS) {
+            continue;
+        }
+
+        held.slot = slots[i];
+        held.pred = (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) ? pred[i] : -1;
+
+        cand[i].prefixes = kvr_homes_live(&kcf->zone->sh->homes[slots[i]],
+                                          first_block, ngx_http_kvroute_held,
+                                          &held);
+    }
+
+    ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0, "KVRDBG %uD %uD %uD %uD %uD %uD", cand[0].prefixes, cand[1].prefixes, cand[2].prefixes, n > 3 ? cand[3].prefixes : 0, n > 4 ? cand[4].prefixes : 0, n > 5 ? cand[5].prefixes : 0);
+}
+
+
+static int
+ngx_http_kvroute_held(void *data, uint64_t first_block)
+{
+    ngx_http_kvroute_held_t  *held = data;
+
+    if (kvr_index_match(held->index, held->slot, &first_block, 1)) {
+        return 1;
+    }
+
+    return held->pred >= 0
+           && kvr_index_match(held->index, held->pred, &first_block, 1);
+}
+
 
 static ngx_int_t
 ngx_http_kvroute_fallback(ngx_peer_connection_t *pc,

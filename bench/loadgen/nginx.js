@@ -31,7 +31,9 @@ events {
     worker_connections 4096;
 }
 http {
-    access_log off;
+    ${process.env.KVBENCH_ACCESS_LOG && o.router.kvroute !== false && /kvroute/.test(o.router.upstream)
+      ? `log_format kvbench '$http_x_kvbench_prefix $kvroute_server $kvroute_reason $kvroute_overlap/$kvroute_blocks';
+    access_log ${process.env.KVBENCH_ACCESS_LOG} kvbench;` : 'access_log off;'}
     client_body_temp_path ${dir}/client_body;
     proxy_temp_path ${dir}/proxy;
     fastcgi_temp_path ${dir}/fastcgi;
@@ -111,7 +113,7 @@ async function startNginx(o) {
     await exited;
     clearTimeout(timer);
     const log = errorLog();
-    if (!o.keepDir) fs.rmSync(dir, { recursive: true, force: true });
+    if (!o.keepDir && !process.env.KVBENCH_KEEP) fs.rmSync(dir, { recursive: true, force: true });
     return log;
   };
   return { proc, dir, stop, errorLog };

@@ -73,6 +73,12 @@ async function runPoint(o, words) {
       const { records, wallMs } = await runLoad(wl.requests, {
         port: o.port, concurrency: o.concurrency, maxTokens: o.maxTokens,
         promptForm: o.promptForm, model: 'Qwen/Qwen3-0.6B' });
+      if (process.env.KVBENCH_TRACE) {
+        // one line a request, in send order: for looking into a policy
+        require('node:fs').writeFileSync(process.env.KVBENCH_TRACE, records.map((r) =>
+          JSON.stringify({ prefix: r.prefixId, engine: r.engine, cached: r.cachedTokens,
+            ttft: r.ttftMs, total: r.totalMs })).join('\n') + '\n');
+      }
       return summarise(records, wallMs, {
         router: o.router, workers: o.workers, prefixes: o.prefixes, concurrency: o.concurrency,
         capacityTokens: o.capacityBlocks * o.blockSize, promptTokens: PREFIX_TOKENS + TAIL_TOKENS });

@@ -134,6 +134,30 @@ main(void)
     tap_ok(counts[0] > 240 && counts[0] < 360,
            "weight 3 of 6: %zu of 600 prefixes", counts[0]);
 
+    /* fewer prefixes held outranks an emptier cache and the hash */
+    c[0].weight = 1;
+    for (i = 0; i < 4; i++) {
+        c[i].prefixes = 4;
+        c[i].cached_blocks = 700;
+    }
+    c[3].prefixes = 3;
+    c[1].cached_blocks = 10;
+    for (i = 0; i < 50; i++) {
+        d.first_block = i * 0x9e3779b97f4a7c15ULL + 5;
+        if (kvr_policy_pick(&conf_kvroute, c, 4, &d, &why) != 3) {
+            break;
+        }
+    }
+    tap_is(i, 50, "a new prefix goes where the fewest prefixes live");
+
+    /* per unit of weight: 5 prefixes at weight 2 is fewer than 3 at 1 */
+    c[3].prefixes = 4;
+    c[0].prefixes = 5;
+    c[0].weight = 2;
+    c[2].prefixes = 3;
+    pick = kvr_policy_pick(&conf_kvroute, c, 4, &d, &why);
+    tap_is(pick, 0, "prefixes held are counted per unit of weight");
+
     /* dynamo: overlap lowers the cost when loads are equal */
     reset(c, 4);
     c[2].overlap = 90;

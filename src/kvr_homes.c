@@ -1,0 +1,72 @@
+/*
+ * Copyright (C) kvroute developers
+ */
+
+
+#include "kvr_homes.h"
+
+
+/* 0 marks an unused entry: a key of 0 is stored as 1 */
+
+static uint64_t
+kvr_homes_key(uint64_t first_block)
+{
+    return first_block ? first_block : 1;
+}
+
+
+void
+kvr_homes_touch(kvr_homes_t *homes, uint64_t first_block)
+{
+    size_t    i, victim;
+    uint32_t  age, oldest;
+    uint64_t  key;
+
+    key = kvr_homes_key(first_block);
+    homes->clock++;
+
+    victim = 0;
+    oldest = 0;
+
+    for (i = 0; i < KVR_HOMES_MAX; i++) {
+
+        if (homes->first[i] == key) {
+            homes->used[i] = homes->clock;
+            return;
+        }
+
+        /* an unused entry first, else the least recently routed */
+
+        age = homes->first[i] ? homes->clock - homes->used[i] : UINT32_MAX;
+
+        if (age > oldest) {
+            oldest = age;
+            victim = i;
+        }
+    }
+
+    homes->first[victim] = key;
+    homes->used[victim] = homes->clock;
+}
+
+
+size_t
+kvr_homes_live(const kvr_homes_t *homes, uint64_t except,
+    int (*held)(void *data, uint64_t first_block), void *data)
+{
+    size_t    i, live;
+    uint64_t  key;
+
+    key = kvr_homes_key(except);
+    live = 0;
+
+    for (i = 0; i < KVR_HOMES_MAX; i++) {
+        if (homes->first[i] && homes->first[i] != key
+            && held(data, homes->first[i]))
+        {
+            live++;
+        }
+    }
+
+    return live;
+}

@@ -1,0 +1,40 @@
+/*
+ * Copyright (C) kvroute developers
+ *
+ * Which prefixes live on a server: the first-block keys of the prompts
+ * most recently routed to it (a small LRU table per server, kept in shared
+ * memory).  A new prefix is placed on the server holding the fewest live
+ * ones, so prefixes partition evenly instead of piling up where a hash
+ * happened to put them.  Plain C, no nginx types.
+ */
+
+#ifndef _KVR_HOMES_H_INCLUDED_
+#define _KVR_HOMES_H_INCLUDED_
+
+
+#include <stddef.h>
+#include <stdint.h>
+
+
+#define KVR_HOMES_MAX  32
+
+
+typedef struct {
+    uint64_t   first[KVR_HOMES_MAX];   /* first-block keys, 0: unused */
+    uint32_t   used[KVR_HOMES_MAX];    /* clock at the last route */
+    uint32_t   clock;
+} kvr_homes_t;
+
+
+/* a prompt starting with this block was routed to the server */
+void kvr_homes_touch(kvr_homes_t *homes, uint64_t first_block);
+
+/*
+ * How many of the server's recent prefixes are still cached there, as
+ * held(data, key) says; the prefix being placed is not counted.
+ */
+size_t kvr_homes_live(const kvr_homes_t *homes, uint64_t except,
+    int (*held)(void *data, uint64_t first_block), void *data);
+
+
+#endif /* _KVR_HOMES_H_INCLUDED_ */
