@@ -26,6 +26,80 @@
 #define KVR_HASH_CONV_IDS  64
 
 
+#if defined(__SIZEOF_INT128__) && XXH_VERSION_NUMBER >= 800 \
+    && !defined(KVR_HASH_NO_CHUNK64)
+
+#define KVR_HASH_CHUNK64  1
+
+/*
+ * XXH3_64bits_withSeed() of exactly 64 bytes, as the XXH3 specification
+ * defines it for 17 to 128 bytes: four 16-byte halves, each xored with
+ * the default secret plus or minus the seed, multiplied to 128 bits and
+ * folded, summed onto len * PRIME64_1, then avalanched.  The fold is done
+ * here in registers: the header's goes through a struct that GCC keeps on
+ * the stack, in the chain of every text chunk.  t/unit/test_hash.c checks
+ * it against the library.
+ */
+
+static inline uint64_t
+kvr_hash_mix16(const unsigned char *p, const unsigned char *secret,
+    uint64_t seed)
+{
+    uint64_t  a, b;
+
+    a = XXH_readLE64(p) ^ (XXH_readLE64(secret) + seed);
+    b = XXH_readLE64(p + 8) ^ (XXH_readLE64(secret + 8) - seed);
+
+#if defined(__x86_64__) && defined(__GNUC__)
+    {
+        uint64_t  lo, hi;
+
+        /* GCC 12 spills a __uint128_t product to the stack: mulq itself */
+        __asm__ ("mulq %3" : "=a" (lo), "=d" (hi) : "a" (a), "rm" (b)
+                 : "cc");
+
+        return lo ^ hi;
+    }
+#else
+    {
+        __uint128_t  product;
+
+        product = (__uint128_t) a * b;
+
+        return (uint64_t) product ^ (uint64_t) (product >> 64);
+    }
+#endif
+}
+
+
+static inline uint64_t
+kvr_hash_chunk64(const unsigned char *p, uint64_t seed)
+{
+    uint64_t  acc;
+
+    acc = 64 * XXH_PRIME64_1;
+    acc += kvr_hash_mix16(p, XXH3_kSecret, seed);
+    acc += kvr_hash_mix16(p + 48, XXH3_kSecret + 16, seed);
+    acc += kvr_hash_mix16(p + 16, XXH3_kSecret + 32, seed);
+    acc += kvr_hash_mix16(p + 32, XXH3_kSecret + 48, seed);
+
+    return XXH3_avalanche(acc);
+}
+
+#endif
+
+
+uint64_t
+kvr_hash_text_chunk64(const void *data, uint64_t seed)
+{
+#if (KVR_HASH_CHUNK64)
+    return kvr_hash_chunk64(data, seed);
+#else
+    return XXH3_64bits_withSeed(data, 64, seed);
+#endif
+}
+
+
 static void
 kvr_hash_put_le64(unsigned char *p, uint64_t v)
 {
@@ -226,7 +300,11 @@ kvr_hash_text_add(kvr_hash_text_t *ht, const void *data, size_t len)
         /* the default chunk: a constant length inlines XXH3's short path */
 
         while (len >= KVR_HASH_TEXT_CHUNK && n < ht->max_out) {
+#if (KVR_HASH_CHUNK64)
+            seq = kvr_hash_chunk64(p, seq);
+#else
             seq = XXH3_64bits_withSeed(p, KVR_HASH_TEXT_CHUNK, seq);
+#endif
             ht->out[n++] = seq;
             p += KVR_HASH_TEXT_CHUNK;
             len -= KVR_HASH_TEXT_CHUNK;

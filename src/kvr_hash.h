@@ -70,6 +70,9 @@ void kvr_hash_text_init(kvr_hash_text_t *ht, size_t chunk_bytes,
 
 void kvr_hash_text_add(kvr_hash_text_t *ht, const void *data, size_t len);
 
+/* XXH3_64(64 bytes at data, seed): the default text chunk's hash */
+uint64_t kvr_hash_text_chunk64(const void *data, uint64_t seed);
+
 /*
  * Token keys: ids cut into block_size-token blocks, each block hashed as
  * little-endian u32 bytes with seed, chained.

@@ -400,6 +400,25 @@ test_text_pieces(void)
 
     tap_ok(same, "pieces: the keys of the whole text, however it is cut");
 
+    /* the default chunk's own XXH3 against the library's */
+    same = 1;
+
+    for (k = 0; k < 20000; k++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+
+        i = (size_t) (x % (len - 64));
+
+        if (kvr_hash_text_chunk64(bytes + i, x)
+            != XXH3_64bits_withSeed(bytes + i, 64, x))
+        {
+            same = 0;
+        }
+    }
+
+    tap_ok(same, "pieces: 64-byte chunks hash as XXH3_64bits_withSeed");
+
     /* a cap stops the writes; the length still counts every byte */
     for (i = 0; i < 8; i++) {
         out[i] = 0x5a5a5a5a5a5a5a5aULL;
