@@ -259,9 +259,16 @@ kvr_request_fields(kvr_request_t *req)
     size = (model ? doc->nodes[model].len : 0)
            + (salt ? doc->nodes[salt].len : 0);
 
-    req->fields = malloc(size);
-    if (req->fields == NULL) {
-        return KVR_PARSE_NO_MEMORY;
+    /* usually a model name: no allocation */
+
+    if (size <= KVR_REQUEST_FIELDS_SMALL) {
+        req->fields = req->fields_small;
+
+    } else {
+        req->fields = malloc(size);
+        if (req->fields == NULL) {
+            return KVR_PARSE_NO_MEMORY;
+        }
     }
 
     p = req->fields;
@@ -1203,7 +1210,9 @@ kvr_request_free(kvr_request_t *req)
 {
     free(req->text);
     free(req->ids);
-    free(req->fields);
+    if (req->fields != req->fields_small) {
+        free(req->fields);
+    }
     kvr_json_free(req->root);
 
     memset(req, 0, sizeof(kvr_request_t));

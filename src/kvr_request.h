@@ -15,6 +15,10 @@
 #include "kvr_json.h"
 
 
+/* model and cache_salt up to this many bytes need no allocation */
+#define KVR_REQUEST_FIELDS_SMALL  128
+
+
 typedef enum {
     KVR_ENDPOINT_COMPLETIONS = 0,
     KVR_ENDPOINT_CHAT
@@ -34,6 +38,7 @@ typedef enum {
 } kvr_parse_status_e;
 
 
+/* points into itself: never copied by value */
 typedef struct {
     /*
      * the parsed body's nodes, owned; NULL if the body is not JSON.  They
@@ -58,6 +63,7 @@ typedef struct {
     const char       *cache_salt;
     size_t            cache_salt_len;
     char             *fields;        /* storage of model, cache_salt */
+    char              fields_small[KVR_REQUEST_FIELDS_SMALL];
 
     /* true when "stream": true */
     unsigned          stream:1;

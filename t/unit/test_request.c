@@ -481,6 +481,28 @@ test_common_fields(void)
     tap_is(req.stream, 1, "fields: stream true");
     kvr_request_free(&req);
 
+    /* fields longer than the request's own room are allocated */
+    {
+        char    body[600], *p;
+        size_t  i;
+
+        p = body + sprintf(body, "{\"model\":\"");
+
+        for (i = 0; i < 300; i++) {
+            *p++ = (char) ('a' + i % 26);
+        }
+
+        sprintf(p, "\",\"cache_salt\":\"s\",\"prompt\":\"p\"}");
+
+        rc = parse(&req, COMPL, body, BIG);
+        tap_ok(rc == KVR_PARSE_OK && req.model_len == 300
+               && memcmp(req.model, body + 10, 300) == 0
+               && req.model[300] == '\0' && req.cache_salt_len == 1
+               && req.cache_salt[0] == 's' && req.cache_salt[1] == '\0',
+               "fields: a 300-byte model and a salt after it");
+        kvr_request_free(&req);
+    }
+
     rc = parse(&req, COMPL,
                "{\"model\":5,\"cache_salt\":[\"s\"],\"stream\":\"true\","
                "\"prompt\":\"p\"}", BIG);
