@@ -5,6 +5,7 @@
  * seed KVR_HASH_SEED.
  */
 
+#include <stdlib.h>
 #include <string.h>
 
 /*
@@ -21,6 +22,36 @@
 
 /* text_chunk's default: 4 bytes a token, 16 tokens a block */
 #define KVR_HASH_TEXT_CHUNK  64
+
+/* the memo of long pieces: which pieces, how many, how many bytes */
+#define KVR_HASH_MEMO_MIN    512
+#define KVR_HASH_MEMO_MAX    (64 * 1024)
+#define KVR_HASH_MEMO_SLOTS  256
+#define KVR_HASH_MEMO_TOTAL  (1024 * 1024)
+
+
+typedef struct {
+    uint64_t         fp;          /* fingerprint of state, length, ends */
+    unsigned char   *bytes;       /* the piece, then its keys (8-aligned) */
+    size_t           size;        /* allocated */
+    size_t           len;         /* the piece's length; 0: not kept */
+    size_t           nkeys;
+    uint64_t         seq;         /* the chain's state before the piece */
+    size_t           part_len;    /* and the chunk begun before it */
+    unsigned char    part[KVR_HASH_TEXT_CHUNK];
+} kvr_hash_memo_t;
+
+
+/* one per process; not for use from several threads at once */
+static kvr_hash_memo_t  kvr_hash_memos[KVR_HASH_MEMO_SLOTS];
+static size_t           kvr_hash_memo_bytes;
+
+
+static void kvr_hash_text_memo(kvr_hash_text_t *ht, const unsigned char *p,
+    size_t len);
+static uint64_t kvr_hash_mix(uint64_t a, uint64_t b);
+static void kvr_hash_text_feed(kvr_hash_text_t *ht,
+    const unsigned char *data, size_t len);
 
 /* token ids converted to little-endian bytes per round on big-endian hosts */
 #define KVR_HASH_CONV_IDS  64
@@ -253,6 +284,132 @@ kvr_hash_text_init(kvr_hash_text_t *ht, size_t chunk_bytes, uint64_t seed,
 
 void
 kvr_hash_text_add(kvr_hash_text_t *ht, const void *data, size_t len)
+{
+    if (len >= KVR_HASH_MEMO_MIN && len <= KVR_HASH_MEMO_MAX
+        && ht->chunk_bytes == KVR_HASH_TEXT_CHUNK && ht->n < ht->max_out)
+    {
+        kvr_hash_text_memo(ht, data, len);
+        return;
+    }
+
+    kvr_hash_text_feed(ht, data, len);
+}
+
+
+/*
+ * A long piece seen again from the same state (a system prompt, tools)
+ * gets the keys it got before: its bytes are compared, not hashed.  The
+ * memo is per process; a slot is chosen by a fingerprint of the state,
+ * the length and both ends of the piece, and filled the second time that
+ * fingerprint is seen, so that pieces seen once cost only the fingerprint.
+ */
+
+static void
+kvr_hash_text_memo(kvr_hash_text_t *ht, const unsigned char *p, size_t len)
+{
+    size_t            n0, k, tail, off, size;
+    uint64_t          fp, head, end, seq0;
+    unsigned char     part0[KVR_HASH_TEXT_CHUNK];
+    kvr_hash_memo_t  *m;
+
+    memcpy(&head, p, 8);
+    memcpy(&end, p + len - 8, 8);
+
+    fp = kvr_hash_mix(ht->seq ^ (len << 8) ^ ht->part_len,
+                      head ^ kvr_hash_mix(end, len));
+
+    m = &kvr_hash_memos[fp % KVR_HASH_MEMO_SLOTS];
+    off = (len + 7) & ~(size_t) 7;
+
+    if (m->fp == fp && m->len == len && m->seq == ht->seq
+        && m->part_len == ht->part_len
+        && memcmp(m->part, ht->part, ht->part_len) == 0
+        && ht->max_out - ht->n >= m->nkeys
+        && memcmp(m->bytes, p, len) == 0)
+    {
+        memcpy(ht->out + ht->n, m->bytes + off, m->nkeys * sizeof(uint64_t));
+        ht->n += m->nkeys;
+
+        if (m->nkeys > 0) {
+            ht->seq = ht->out[ht->n - 1];
+        }
+
+        /* the chunk begun by the piece: its last bytes (len > a chunk) */
+        tail = (ht->part_len + len) % KVR_HASH_TEXT_CHUNK;
+        memcpy(ht->part, p + len - tail, tail);
+        ht->part_len = tail;
+        ht->len += len;
+
+        return;
+    }
+
+    seq0 = ht->seq;
+    k = ht->part_len;
+    memcpy(part0, ht->part, k);
+    n0 = ht->n;
+
+    kvr_hash_text_feed(ht, p, len);
+
+    if (m->fp != fp) {
+        /* seen once: remembered by its fingerprint only */
+        m->fp = fp;
+        m->len = 0;
+        return;
+    }
+
+    /* seen twice, and all its keys made: kept */
+
+    if ((k + len) / KVR_HASH_TEXT_CHUNK != ht->n - n0) {
+        return;
+    }
+
+    size = off + (ht->n - n0) * sizeof(uint64_t);
+
+    if (m->size < size) {
+        if (kvr_hash_memo_bytes - m->size + size > KVR_HASH_MEMO_TOTAL) {
+            return;
+        }
+
+        free(m->bytes);
+        kvr_hash_memo_bytes -= m->size;
+        m->size = 0;
+        m->len = 0;
+
+        m->bytes = malloc(size);
+        if (m->bytes == NULL) {
+            return;
+        }
+
+        m->size = size;
+        kvr_hash_memo_bytes += size;
+    }
+
+    memcpy(m->bytes, p, len);
+    memcpy(m->bytes + off, ht->out + n0, (ht->n - n0) * sizeof(uint64_t));
+    m->len = len;
+    m->nkeys = ht->n - n0;
+    m->seq = seq0;
+    m->part_len = k;
+    memcpy(m->part, part0, k);
+}
+
+
+static uint64_t
+kvr_hash_mix(uint64_t a, uint64_t b)
+{
+    uint64_t  z;
+
+    z = (a ^ (b * 0x9e3779b97f4a7c15ULL)) * 0xbf58476d1ce4e5b9ULL;
+    z ^= z >> 29;
+    z *= 0x94d049bb133111ebULL;
+
+    return z ^ (z >> 32);
+}
+
+
+static void
+kvr_hash_text_feed(kvr_hash_text_t *ht, const unsigned char *data,
+    size_t len)
 {
     size_t                take, chunk, n;
     uint64_t              seq;

@@ -450,6 +450,112 @@ test_text_pieces(void)
 }
 
 
+/*
+ * Long pieces seen again are keyed from the memo: the same keys as the
+ * whole text hashed afresh, whatever came before the piece, also when a
+ * piece differs from a kept one only inside, or the keys run out.
+ */
+static void
+test_text_memo(void)
+{
+    int               ok;
+    size_t            i, round, before, got, cap, hits;
+    uint64_t          x, ref[400], out[400];
+    unsigned char    *text, part[64];
+    kvr_hash_text_t   ht;
+
+    text = malloc(24000);
+    if (text == NULL) {
+        tap_ok(0, "memo: malloc");
+        return;
+    }
+
+    x = 0x6a09e667f3bcc909ULL;
+
+    for (i = 0; i < 20000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        text[i] = (unsigned char) ('a' + x % 26);
+    }
+
+    ok = 1;
+    hits = 0;
+
+    /* a 5000-byte piece after 0, 13 or 63 bytes, each three times */
+    for (round = 0; round < 9; round++) {
+        before = (round % 3 == 0) ? 0 : (round % 3 == 1) ? 13 : 63;
+
+        kvr_hash_text_init(&ht, 64, 7, out, 400, part);
+        kvr_hash_text_add(&ht, text + 10000, before);
+        kvr_hash_text_add(&ht, text, 5000);
+        kvr_hash_text_add(&ht, text + 12000, 100);
+
+        /* the reference: the same bytes in one buffer, no memo */
+        memcpy(text + 15000, text + 10000, before);
+        memcpy(text + 15000 + before, text, 5000);
+        memcpy(text + 15000 + before + 5000, text + 12000, 100);
+        got = kvr_hash_text_blocks(text + 15000, before + 5100, 64, 7, ref,
+                                   400);
+
+        if (ht.n != got || ht.len != before + 5100
+            || !all_equal(out, ref, got))
+        {
+            ok = 0;
+        }
+
+        hits += (round >= 6);
+    }
+
+    tap_ok(ok && hits == 3,
+           "memo: a piece seen again keyed as afresh, after any start");
+
+    /* the same length and ends, one byte changed inside */
+    kvr_hash_text_init(&ht, 64, 7, out, 400, part);
+    text[2500] ^= 1;
+    kvr_hash_text_add(&ht, text, 5000);
+    got = kvr_hash_text_blocks(text, 5000, 64, 7, ref, 400);
+    tap_ok(ht.n == got && all_equal(out, ref, got),
+           "memo: a piece changed inside is not taken for the kept one");
+    text[2500] ^= 1;
+
+    /* room for fewer keys than the kept piece made */
+    for (cap = 10; cap <= 78; cap += 68) {
+        kvr_hash_text_init(&ht, 64, 7, out, cap, part);
+        kvr_hash_text_add(&ht, text, 5000);
+        kvr_hash_text_add(&ht, text + 5000, 64);
+        got = kvr_hash_text_blocks(text, 5064, 64, 7, ref, cap);
+        ok = (ht.n == got && all_equal(out, ref, got));
+
+        if (!ok) {
+            break;
+        }
+    }
+
+    tap_ok(ok, "memo: the keys stop at max_out as without it");
+
+    /* more long pieces than the memo keeps: still right */
+    ok = 1;
+
+    for (round = 0; round < 600; round++) {
+        i = (round * 37) % 14000;
+
+        kvr_hash_text_init(&ht, 64, round % 3, out, 400, part);
+        kvr_hash_text_add(&ht, text + i, 600 + round % 5000 % 4000);
+        got = kvr_hash_text_blocks(text + i, 600 + round % 5000 % 4000, 64,
+                                   round % 3, ref, 400);
+
+        if (ht.n != got || !all_equal(out, ref, got)) {
+            ok = 0;
+        }
+    }
+
+    tap_ok(ok, "memo: 600 pieces of many lengths, seen twice or more");
+
+    free(text);
+}
+
+
 int
 main(void)
 {
@@ -478,6 +584,8 @@ main(void)
     test_seed_separation(ids, n);
     test_bounds(ids, n);
     test_text_pieces();
+    test_text_memo();
+    test_text_memo();
 
     free(ids);
 
