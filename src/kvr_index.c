@@ -1324,6 +1324,42 @@ kvr_index_release_slot(kvr_index_t *ix, int slot)
 }
 
 
+/*
+ * Every entry gone, the slot table (names, capacities, counters of
+ * evictions) kept: for a region a process may have left half changed.
+ * Touches only the header and the buckets, like formatting.
+ */
+
+void
+kvr_index_clear_all(kvr_index_t *ix)
+{
+    int                 i;
+    kvr_index_slot_t   *s;
+    kvr_index_entry_t  *nil;
+
+    for (i = 0; i < KVR_INDEX_MAX_SLOTS; i++) {
+        s = &ix->slots[i];
+        s->blocks = 0;
+        s->lru_head = 0;
+        s->lru_tail = 0;
+        s->gen++;
+    }
+
+    ix->used = 0;
+    ix->garbage = 0;
+    ix->garbage_head = 0;
+    ix->garbage_tail = 0;
+    ix->free_head = 0;
+    ix->fresh = 1;
+    ix->changes++;
+
+    memset(kvr_index_buckets(ix), 0, (size_t) ix->nbuckets * 4);
+
+    nil = kvr_index_entries(ix);
+    memset(nil, 0, sizeof(kvr_index_entry_t));
+}
+
+
 void
 kvr_index_stats(kvr_index_t *ix, kvr_index_stats_t *stats)
 {

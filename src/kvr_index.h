@@ -116,6 +116,9 @@ void kvr_index_clear_slot(kvr_index_t *ix, int slot);
 /* removes the slot itself, freeing its entries */
 void kvr_index_release_slot(kvr_index_t *ix, int slot);
 
+/* drops every entry, keeps the slots (names, capacities) */
+void kvr_index_clear_all(kvr_index_t *ix);
+
 void kvr_index_stats(kvr_index_t *ix, kvr_index_stats_t *stats);
 void kvr_index_slot_info(kvr_index_t *ix, int slot,
     kvr_index_slot_info_t *info);

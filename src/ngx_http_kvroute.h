@@ -100,6 +100,8 @@ typedef struct {
     ngx_http_kvroute_events_stats_t  events[NGX_HTTP_KVROUTE_MAX_PEERS];
     ngx_http_kvroute_row_t           rows[NGX_HTTP_KVROUTE_MAX_ROWS];
     kvr_homes_t                      homes[NGX_HTTP_KVROUTE_MAX_PEERS];
+    ngx_atomic_t                     holder;      /* pid inside the lock */
+    ngx_atomic_t                     wipes;       /* index started afresh */
     kvr_index_t                     *index;
 } ngx_http_kvroute_shctx_t;
 
@@ -222,6 +224,8 @@ ngx_int_t ngx_http_kvroute_resolve_slots(ngx_http_kvroute_srv_conf_t *kcf,
     ngx_http_upstream_rr_peers_t *peers);
 uint64_t ngx_http_kvroute_pred_capacity(ngx_http_kvroute_srv_conf_t *kcf,
     ngx_int_t slot);
+void ngx_http_kvroute_lock(ngx_http_kvroute_zone_t *zone);
+void ngx_http_kvroute_unlock(ngx_http_kvroute_zone_t *zone);
 void ngx_http_kvroute_release_row(ngx_http_kvroute_zone_t *zone);
 void ngx_http_kvroute_load(ngx_http_kvroute_zone_t *zone, ngx_int_t slot,
     uint64_t *requests, uint64_t *tokens, uint64_t *prefill);

@@ -256,7 +256,7 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
 
     index = kcf->zone->sh->index;
 
-    ngx_shmtx_lock(&kcf->zone->shpool->mutex);
+    ngx_http_kvroute_lock(kcf->zone);
 
     /* candidates without an index slot match nothing */
 
@@ -284,9 +284,6 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
         }
     }
 
-    ngx_http_kvroute_prefixes(kcf, index, slots, pred, overlap, n,
-                              ctx->first_block, cand);
-
     for (i = 0; i < n; i++) {
         cand[i].cached_blocks = 0;
         cand[i].capacity = kcf->capacity;
@@ -302,6 +299,9 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
         cand[i].inflight_tokens = tokens;
         cand[i].inflight_prefill = prefill;
     }
+
+    ngx_http_kvroute_prefixes(kcf, index, slots, pred, overlap, n,
+                              ctx->first_block, cand);
 
     demand.blocks = ctx->nblocks;
     demand.tokens = ctx->tokens;
@@ -325,7 +325,7 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
                         ctx->first_block);
     }
 
-    ngx_shmtx_unlock(&kcf->zone->shpool->mutex);
+    ngx_http_kvroute_unlock(kcf->zone);
 
     ctx->overlap = overlap[chosen];
 
@@ -424,9 +424,11 @@ typedef struct {
 
 
 /*
- * A prompt no server holds gets a home: count the prefixes each server
- * holds (its recent first blocks still in the index, or in its
- * predictions in kv mode), for the policy to place it where fewest live.
+ * The prefixes each server holds (its recent first blocks still in the
+ * index, or in its predictions in kv mode), for the policy: a prompt no
+ * server holds goes where fewest live, and a busy prefix spreads only to
+ * servers with room for one more.  Counted only when the policy can use
+ * them: no server holds the prompt, or the loads differ by spread= or more.
  */
 
 static void
@@ -434,7 +436,8 @@ ngx_http_kvroute_prefixes(ngx_http_kvroute_srv_conf_t *kcf,
     kvr_index_t *index, int *slots, int *pred, uint32_t *overlap,
     ngx_uint_t n, uint64_t first_block, kvr_candidate_t *cand)
 {
-    ngx_uint_t               i;
+    uint32_t                 most, least;
+    ngx_uint_t               i, held_anywhere;
     ngx_http_kvroute_held_t  held;
 
     for (i = 0; i < n; i++) {
@@ -445,10 +448,23 @@ ngx_http_kvroute_prefixes(ngx_http_kvroute_srv_conf_t *kcf,
         return;
     }
 
+    held_anywhere = 0;
+    most = 0;
+    least = (uint32_t) -1;
+
     for (i = 0; i < n; i++) {
         if (overlap[i]) {
-            return;
+            held_anywhere = 1;
         }
+
+        most = ngx_max(most, cand[i].inflight);
+        least = ngx_min(least, cand[i].inflight);
+    }
+
+    if (held_anywhere
+        && (kcf->policy.spread == 0 || most < least + kcf->policy.spread))
+    {
+        return;
     }
 
     held.index = index;

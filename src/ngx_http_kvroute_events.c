@@ -61,6 +61,7 @@ typedef struct {
     time_t                          logged;     /* last warning */
     ngx_msec_t                      replay_until;
     uint64_t                        skip_until; /* live seqs replay had */
+    ngx_atomic_uint_t               wipes;      /* the zone's, last seen */
     unsigned                        replaying:1;
     unsigned                        skipping:1;
     unsigned                        stale:1;
@@ -414,9 +415,9 @@ ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
 
     /* what the index held from a previous helper can't be removed now */
 
-    ngx_shmtx_lock(&kcf->zone->shpool->mutex);
+    ngx_http_kvroute_lock(kcf->zone);
     kvr_kvstate_reset(&sub->state, kcf->zone->sh->index);
-    ngx_shmtx_unlock(&kcf->zone->shpool->mutex);
+    ngx_http_kvroute_unlock(kcf->zone);
 
     ev->nsubs++;
 
@@ -424,6 +425,7 @@ ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
 
     sub->stale = 0;
     sub->fresh = 1;
+    sub->wipes = kcf->zone->sh->wipes;
     ngx_http_kvroute_events_stale(sub, 1);
 
     /* with a replay socket, each connection asks for what was missed */
@@ -607,7 +609,7 @@ ngx_http_kvroute_events_stale(ngx_http_kvroute_sub_t *sub, ngx_uint_t stale)
     zone = sub->conf->zone;
     stats = &zone->sh->events[sub->slot];
 
-    ngx_shmtx_lock(&zone->shpool->mutex);
+    ngx_http_kvroute_lock(zone);
 
     stats->stale = stale;
 
@@ -620,7 +622,7 @@ ngx_http_kvroute_events_stale(ngx_http_kvroute_sub_t *sub, ngx_uint_t stale)
             ngx_http_kvroute_pred_capacity(sub->conf, sub->slot));
     }
 
-    ngx_shmtx_unlock(&zone->shpool->mutex);
+    ngx_http_kvroute_unlock(zone);
 
     ngx_log_error(NGX_LOG_INFO, ngx_cycle->log, 0,
                   "kvroute: the index of \"%s\" is %s", sub->endpoint,
@@ -640,6 +642,23 @@ ngx_http_kvroute_events_drain(ngx_http_kvroute_events_t *ev,
     kvr_events_frame_t  frames[NGX_HTTP_KVROUTE_EVENTS_FRAMES];
 
     ngx_http_kvroute_events_connects(sub);
+
+    /* the index was started afresh (see ngx_http_kvroute_lock()) */
+
+    if (sub->wipes != sub->conf->zone->sh->wipes) {
+        sub->wipes = sub->conf->zone->sh->wipes;
+
+        ngx_http_kvroute_lock(sub->conf->zone);
+        kvr_kvstate_reset(&sub->state, sub->conf->zone->sh->index);
+        ngx_http_kvroute_unlock(sub->conf->zone);
+
+        sub->fresh = 1;
+        ngx_http_kvroute_events_stale(sub, 1);
+
+        if (sub->replay_endpoint[0]) {
+            ngx_http_kvroute_events_replay(sub);
+        }
+    }
 
     /* during a replay the live stream waits in its socket */
 
@@ -778,9 +797,9 @@ ngx_http_kvroute_events_replay(ngx_http_kvroute_sub_t *sub)
         }
     }
 
-    ngx_shmtx_lock(&zone->shpool->mutex);
+    ngx_http_kvroute_lock(zone);
     kvr_kvstate_reset(&sub->state, zone->sh->index);
-    ngx_shmtx_unlock(&zone->shpool->mutex);
+    ngx_http_kvroute_unlock(zone);
 
     sub->fresh = 1;
     ngx_http_kvroute_events_stale(sub, 1);
@@ -931,14 +950,14 @@ ngx_http_kvroute_events_batch(ngx_http_kvroute_events_t *ev,
     stats = &zone->sh->events[sub->slot];
     cleared = sub->state.stats.cleared;
 
-    ngx_shmtx_lock(&zone->shpool->mutex);
+    ngx_http_kvroute_lock(zone);
 
     restarted = kvr_kvstate_sequence(&sub->state, zone->sh->index, seq);
 
     rc = kvr_events_decode(ev->decoder, payload, len, &batch,
                            ngx_http_kvroute_events_apply, sub);
 
-    ngx_shmtx_unlock(&zone->shpool->mutex);
+    ngx_http_kvroute_unlock(zone);
 
     /*
      * after a reset the index is complete only if the stream starts at

@@ -143,7 +143,7 @@ ngx_http_kvroute_claim_row(ngx_http_kvroute_zone_t *zone, ngx_log_t *log)
     sh = zone->sh;
     mine = -1;
 
-    ngx_shmtx_lock(&zone->shpool->mutex);
+    ngx_http_kvroute_lock(zone);
 
     for (i = 0; i < NGX_HTTP_KVROUTE_MAX_ROWS; i++) {
         row = &sh->rows[i];
@@ -176,7 +176,7 @@ ngx_http_kvroute_claim_row(ngx_http_kvroute_zone_t *zone, ngx_log_t *log)
         }
     }
 
-    ngx_shmtx_unlock(&zone->shpool->mutex);
+    ngx_http_kvroute_unlock(zone);
 
     if (mine == -1) {
         /* more processes than rows: route, but without our load */
@@ -191,6 +191,44 @@ ngx_http_kvroute_claim_row(ngx_http_kvroute_zone_t *zone, ngx_log_t *log)
 }
 
 
+/*
+ * The zone's lock, around every use of the index.  A process killed while
+ * it held the lock (the master then forces it open) may have left the
+ * index half changed, its links pointing anywhere: the next holder finds
+ * its pid still marked and starts the index afresh, keeping the slots.
+ * The index is a cache of what the engines hold, so nothing is lost but
+ * hits; the events helper sees the wipe and rebuilds (replay) or marks its
+ * servers stale.
+ */
+
+void
+ngx_http_kvroute_lock(ngx_http_kvroute_zone_t *zone)
+{
+    ngx_shmtx_lock(&zone->shpool->mutex);
+
+    if (zone->sh->holder) {
+        ngx_log_error(NGX_LOG_ALERT, ngx_cycle->log, 0,
+                      "kvroute: process %P died while it changed the index "
+                      "of zone \"%V\": the index starts afresh",
+                      (ngx_pid_t) zone->sh->holder,
+                      &zone->shm_zone->shm.name);
+
+        kvr_index_clear_all(zone->sh->index);
+        zone->sh->wipes++;
+    }
+
+    zone->sh->holder = ngx_pid;
+}
+
+
+void
+ngx_http_kvroute_unlock(ngx_http_kvroute_zone_t *zone)
+{
+    zone->sh->holder = 0;
+    ngx_shmtx_unlock(&zone->shpool->mutex);
+}
+
+
 /* a process that exits has nothing in flight any more */
 
 void
@@ -200,9 +238,9 @@ ngx_http_kvroute_release_row(ngx_http_kvroute_zone_t *zone)
         return;
     }
 
-    ngx_shmtx_lock(&zone->shpool->mutex);
+    ngx_http_kvroute_lock(zone);
     ngx_memzero(&zone->sh->rows[zone->row], sizeof(ngx_http_kvroute_row_t));
-    ngx_shmtx_unlock(&zone->shpool->mutex);
+    ngx_http_kvroute_unlock(zone);
 
     zone->row = -1;
 }
@@ -288,7 +326,7 @@ ngx_http_kvroute_resolve_slots(ngx_http_kvroute_srv_conf_t *kcf,
     index = kcf->zone->sh->index;
     i = 0;
 
-    ngx_shmtx_lock(&kcf->zone->shpool->mutex);
+    ngx_http_kvroute_lock(kcf->zone);
 
     for (list = peers; list; list = (list == peers) ? peers->next : NULL) {
 
@@ -326,7 +364,7 @@ ngx_http_kvroute_resolve_slots(ngx_http_kvroute_srv_conf_t *kcf,
         }
     }
 
-    ngx_shmtx_unlock(&kcf->zone->shpool->mutex);
+    ngx_http_kvroute_unlock(kcf->zone);
 
     for ( /* void */ ; i < n; i++) {
         slots[i] = -1;

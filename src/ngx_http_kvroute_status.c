@@ -160,9 +160,9 @@ ngx_http_kvroute_status_upstream(u_char *p,
             ngx_memzero(&info, sizeof(kvr_index_slot_info_t));
 
             if (slot >= 0) {
-                ngx_shmtx_lock(&zone->shpool->mutex);
+                ngx_http_kvroute_lock(zone);
                 kvr_index_slot_info(zone->sh->index, slot, &info);
-                ngx_shmtx_unlock(&zone->shpool->mutex);
+                ngx_http_kvroute_unlock(zone);
             }
 
             ngx_http_kvroute_load(zone, slot, &requests, &tokens, &prefill);
@@ -241,9 +241,9 @@ ngx_http_kvroute_status_upstream(u_char *p,
     p = ngx_sprintf(p, "kvroute_decision_microseconds_total{zone=\"%V\"} "
                     "%uA\n", zname, zone->sh->decision_usec);
 
-    ngx_shmtx_lock(&zone->shpool->mutex);
+    ngx_http_kvroute_lock(zone);
     kvr_index_stats(zone->sh->index, &stats);
-    ngx_shmtx_unlock(&zone->shpool->mutex);
+    ngx_http_kvroute_unlock(zone);
 
     p = ngx_sprintf(p, "kvroute_index_entries{zone=\"%V\"} %uL\n"
                     "kvroute_index_capacity{zone=\"%V\"} %uL\n"
