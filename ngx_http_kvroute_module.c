@@ -110,7 +110,7 @@ ngx_module_t  ngx_http_kvroute_module = {
  *         [events_port=[+]N [replay_port=[+]N] [events_ranks=K]
  *          [events_topic=T] [predict=blocks]]
  *         [block_size=16] [capacity=blocks] [policy=kvroute|dynamo]
- *         [overlap_weight=1.0] [balance_abs=N] [balance_rel=R]
+ *         [overlap_weight=1.0] [balance_abs=N] [balance_rel=R] [spread=N]
  *         [max_body=size] [text_chunk=bytes]
  *         [tokenizer=tokenizer.json [tokenizer_config=tokenizer_config.json]];
  */
@@ -275,6 +275,18 @@ ngx_http_kvroute(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             }
 
             kcf->policy.balance_abs = number;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "spread=", 7) == 0) {
+            if (ngx_http_kvroute_param_uint(cf, &value[i], 7, 0, 1000000,
+                                            &number)
+                != NGX_CONF_OK)
+            {
+                return NGX_CONF_ERROR;
+            }
+
+            kcf->policy.spread = number;
             continue;
         }
 
@@ -755,6 +767,7 @@ ngx_http_kvroute_create_srv_conf(ngx_conf_t *cf)
     kcf->policy.overlap_weight = 1.0;
     kcf->policy.balance_abs = 4;
     kcf->policy.balance_rel = 1.5;
+    kcf->policy.spread = 1;
     kcf->events_ranks = 1;
     kcf->predict = 1024;
 

@@ -15,6 +15,11 @@ static size_t kvr_policy_pick_kvroute(const kvr_policy_conf_t *conf,
 static size_t kvr_policy_pick_dynamo(const kvr_policy_conf_t *conf,
     const kvr_candidate_t *cand, size_t n, const kvr_demand_t *demand,
     kvr_pick_e *why);
+static size_t kvr_policy_admit(const kvr_policy_conf_t *conf,
+    const kvr_candidate_t *cand, size_t n, const kvr_demand_t *demand,
+    size_t best, kvr_pick_e *why);
+static int kvr_policy_full(const kvr_policy_conf_t *conf,
+    const kvr_candidate_t *cand, const kvr_demand_t *demand);
 static double kvr_policy_load(const kvr_candidate_t *cand);
 static double kvr_policy_unit(uint64_t bits);
 static uint64_t kvr_policy_mix(uint64_t a, uint64_t b);
@@ -24,6 +29,8 @@ size_t
 kvr_policy_pick(const kvr_policy_conf_t *conf, const kvr_candidate_t *cand,
     size_t n, const kvr_demand_t *demand, kvr_pick_e *why)
 {
+    size_t  best;
+
     if (n == 0) {
         *why = KVR_PICK_LOAD;
         return 0;
@@ -33,7 +40,85 @@ kvr_policy_pick(const kvr_policy_conf_t *conf, const kvr_candidate_t *cand,
         return kvr_policy_pick_dynamo(conf, cand, n, demand, why);
     }
 
-    return kvr_policy_pick_kvroute(conf, cand, n, demand, why);
+    best = kvr_policy_pick_kvroute(conf, cand, n, demand, why);
+
+    return kvr_policy_admit(conf, cand, n, demand, best, why);
+}
+
+
+/*
+ * An engine runs only as many requests as its KV cache holds (vLLM waits
+ * for free blocks before it admits one): a request sent to a server whose
+ * in-flight prompts already fill its capacity queues for a whole request's
+ * time.  When another server can take it at once, it goes there instead:
+ * the one with the longest overlap, then the least loaded.
+ */
+
+static size_t
+kvr_policy_admit(const kvr_policy_conf_t *conf, const kvr_candidate_t *cand,
+    size_t n, const kvr_demand_t *demand, size_t best, kvr_pick_e *why)
+{
+    size_t  i, alt;
+    double  load, alt_load;
+
+    if (!kvr_policy_full(conf, &cand[best], demand)) {
+        return best;
+    }
+
+    alt = n;
+    alt_load = 0;
+
+    for (i = 0; i < n; i++) {
+        if (i == best || kvr_policy_full(conf, &cand[i], demand)) {
+            continue;
+        }
+
+        load = kvr_policy_load(&cand[i]);
+
+        if (alt == n || cand[i].overlap > cand[alt].overlap
+            || (cand[i].overlap == cand[alt].overlap && load < alt_load))
+        {
+            alt = i;
+            alt_load = load;
+        }
+    }
+
+    if (alt == n) {
+        return best;
+    }
+
+    *why = KVR_PICK_LOAD;
+
+    return alt;
+}
+
+
+/* whether the server's cache is taken by prompts in flight */
+
+static int
+kvr_policy_full(const kvr_policy_conf_t *conf, const kvr_candidate_t *cand,
+    const kvr_demand_t *demand)
+{
+    uint64_t  bs, cached, need;
+
+    if (cand->capacity == 0 || cand->inflight == 0) {
+        return 0;
+    }
+
+    /*
+     * blocks in use: what the requests in flight had to compute (their
+     * cached prefixes are shared, counted once below as this one's), and
+     * this request's prompt
+     */
+
+    bs = conf->block_size ? conf->block_size : 16;
+    cached = (uint64_t) cand->overlap * bs;
+    cached = cached > demand->tokens ? demand->tokens : cached;
+
+    need = (cand->inflight_prefill + demand->tokens - cached + bs - 1) / bs
+           + cand->overlap;
+
+    return need > cand->capacity;
 }
 
 
@@ -51,7 +136,7 @@ kvr_policy_pick_kvroute(const kvr_policy_conf_t *conf,
     const kvr_candidate_t *cand, size_t n, const kvr_demand_t *demand,
     kvr_pick_e *why)
 {
-    size_t    i, best, least;
+    size_t    i, best, least, spare;
     double    load, best_load, min_load, key, best_key, held, best_held;
     uint32_t  max_overlap;
     uint64_t  full, fill, best_fill;
@@ -153,7 +238,43 @@ kvr_policy_pick_kvroute(const kvr_policy_conf_t *conf,
     if (best_load <= min_load + conf->balance_abs
         || best_load <= min_load * conf->balance_rel)
     {
-        return best;
+        /*
+         * balanced enough to keep the prefix where it is, unless a server
+         * spread or more requests less busy has room for one more prefix: a
+         * copy there costs one prefill and evicts nothing worth keeping,
+         * so a prefix too hot for its servers spreads over idle ones
+         */
+
+        spare = n;
+
+        for (i = 0; i < n; i++) {
+            load = kvr_policy_load(&cand[i]);
+
+            if (i == best || conf->spread == 0
+                || load + conf->spread > best_load
+                || cand[i].capacity == 0
+                || (cand[i].overlap < max_overlap
+                    && ((uint64_t) cand[i].prefixes + 1) * demand->blocks
+                       > cand[i].capacity))
+            {
+                continue;
+            }
+
+            if (spare == n || load < kvr_policy_load(&cand[spare])
+                || (load == kvr_policy_load(&cand[spare])
+                    && cand[i].overlap > cand[spare].overlap))
+            {
+                spare = i;
+            }
+        }
+
+        if (spare == n) {
+            return best;
+        }
+
+        *why = KVR_PICK_LOAD;
+
+        return spare;
     }
 
     /* imbalanced: the least loaded, preferring longer overlap */

@@ -34,6 +34,9 @@ typedef struct {
     double         overlap_weight;  /* dynamo: weight of prefill blocks */
     uint32_t       balance_abs;     /* kvroute: spill when busier than the */
     double         balance_rel;     /* least loaded by both margins */
+    uint32_t       spread;          /* kvroute: copy a prefix to a server
+                                       with room that is this many requests
+                                       less busy; 0: never */
 } kvr_policy_conf_t;
 
 

@@ -12,11 +12,11 @@
 
 
 static kvr_policy_conf_t  conf_kvroute = {
-    KVR_POLICY_KVROUTE, 16, 1.0, 4, 1.5
+    KVR_POLICY_KVROUTE, 16, 1.0, 4, 1.5, 0
 };
 
 static kvr_policy_conf_t  conf_dynamo = {
-    KVR_POLICY_DYNAMO, 16, 1.0, 4, 1.5
+    KVR_POLICY_DYNAMO, 16, 1.0, 4, 1.5, 0
 };
 
 
@@ -157,6 +157,75 @@ main(void)
     c[2].prefixes = 3;
     pick = kvr_policy_pick(&conf_kvroute, c, 4, &d, &why);
     tap_is(pick, 0, "prefixes held are counted per unit of weight");
+
+    /*
+     * spread: a prefix's server 1 request busier than one with room for
+     * another prefix (capacity 800 blocks, 100-block prompts: room while
+     * it holds at most 7) gives the request to that one; not when the
+     * others are full of prefixes, not with spread=0, not at equal load
+     */
+    {
+        kvr_policy_conf_t  spread1 = conf_kvroute;
+
+        spread1.spread = 1;
+        reset(c, 4);
+        for (i = 0; i < 4; i++) {
+            c[i].capacity = 800;
+            c[i].prefixes = 8;
+            c[i].inflight = 1;
+        }
+        c[2].overlap = 100;
+        c[2].inflight = 2;
+        d.first_block = 42;
+
+        pick = kvr_policy_pick(&spread1, c, 4, &d, &why);
+        tap_is(pick, 2, "spread: no room anywhere, the prefix stays");
+
+        c[1].prefixes = 7;
+        pick = kvr_policy_pick(&spread1, c, 4, &d, &why);
+        tap_is(pick, 1, "spread: a less busy server with room takes it");
+        tap_is(why, KVR_PICK_LOAD, "spread: reason load");
+
+        pick = kvr_policy_pick(&conf_kvroute, c, 4, &d, &why);
+        tap_is(pick, 2, "spread=0: the prefix stays");
+
+        c[1].inflight = 2;
+        pick = kvr_policy_pick(&spread1, c, 4, &d, &why);
+        tap_is(pick, 2, "spread: not at equal load");
+
+        c[1].inflight = 1;
+        c[1].capacity = 0;
+        pick = kvr_policy_pick(&spread1, c, 4, &d, &why);
+        tap_is(pick, 2, "spread: not to a server of unknown capacity");
+    }
+
+    /*
+     * admission: a server whose cache (300 blocks) the requests in flight
+     * already fill is passed over for one that can start the request now;
+     * d: 100 blocks (1600 tokens), 80 of them cached on server 0
+     */
+    reset(c, 2);
+    d.blocks = 100;
+    d.tokens = 1600;
+    c[0].capacity = c[1].capacity = 300;
+    c[0].overlap = 80;
+    c[0].inflight = 2;
+    c[0].inflight_prefill = 3200;       /* 200 + 20 uncached + 80 = 300 */
+    pick = kvr_policy_pick(&conf_kvroute, c, 2, &d, &why);
+    tap_is(pick, 0, "admission: 300 of 300 blocks still fits");
+    c[0].inflight_prefill = 3300;       /* 207 + 20 + 80 > 300 */
+    pick = kvr_policy_pick(&conf_kvroute, c, 2, &d, &why);
+    tap_is(pick, 1, "admission: a full server is passed over");
+    tap_is(why, KVR_PICK_LOAD, "admission: reason load");
+    c[1].inflight = 1;
+    c[1].inflight_prefill = 4800;       /* 300 + 100 > 300: full too */
+    pick = kvr_policy_pick(&conf_kvroute, c, 2, &d, &why);
+    tap_is(pick, 0, "admission: all full, the prefix's server keeps it");
+    c[0].capacity = c[1].capacity = 0;
+    c[1].inflight_prefill = 0;
+    c[1].inflight = 0;
+    pick = kvr_policy_pick(&conf_kvroute, c, 2, &d, &why);
+    tap_is(pick, 0, "admission: unknown capacity, no check");
 
     /* dynamo: overlap lowers the cost when loads are equal */
     reset(c, 4);
