@@ -442,6 +442,7 @@ ngx_http_kvroute_prefixes(ngx_http_kvroute_srv_conf_t *kcf,
 
     for (i = 0; i < n; i++) {
         cand[i].prefixes = 0;
+        cand[i].share = 0;
     }
 
     if (kcf->policy.policy != KVR_POLICY_KVROUTE) {
@@ -480,9 +481,9 @@ ngx_http_kvroute_prefixes(ngx_http_kvroute_srv_conf_t *kcf,
         cand[i].prefixes = kvr_homes_live(&kcf->zone->sh->homes[slots[i]],
                                           first_block, ngx_http_kvroute_held,
                                           &held);
+        cand[i].share = kvr_homes_share(&kcf->zone->sh->homes[slots[i]],
+                                        first_block);
     }
-
-    ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0, "KVRDBG %uD %uD %uD %uD %uD %uD", cand[0].prefixes, cand[1].prefixes, cand[2].prefixes, n > 3 ? cand[3].prefixes : 0, n > 4 ? cand[4].prefixes : 0, n > 5 ? cand[5].prefixes : 0);
 }
 
 
