@@ -442,7 +442,6 @@ ngx_http_kvroute_prefixes(ngx_http_kvroute_srv_conf_t *kcf,
 
     for (i = 0; i < n; i++) {
         cand[i].prefixes = 0;
-        cand[i].share = 0;
     }
 
     if (kcf->policy.policy != KVR_POLICY_KVROUTE) {
@@ -481,8 +480,6 @@ ngx_http_kvroute_prefixes(ngx_http_kvroute_srv_conf_t *kcf,
         cand[i].prefixes = kvr_homes_live(&kcf->zone->sh->homes[slots[i]],
                                           first_block, ngx_http_kvroute_held,
                                           &held);
-        cand[i].share = kvr_homes_share(&kcf->zone->sh->homes[slots[i]],
-                                        first_block);
     }
 }
 
