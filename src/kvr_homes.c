@@ -15,6 +15,10 @@ kvr_homes_key(uint64_t first_block)
 }
 
 
+/* routes counted over about the last KVR_HOMES_WINDOW of them */
+#define KVR_HOMES_WINDOW  64
+
+
 void
 kvr_homes_touch(kvr_homes_t *homes, uint64_t first_block)
 {
@@ -25,6 +29,14 @@ kvr_homes_touch(kvr_homes_t *homes, uint64_t first_block)
     key = kvr_homes_key(first_block);
     homes->clock++;
 
+    if (++homes->routes_total >= 2 * KVR_HOMES_WINDOW) {
+        homes->routes_total /= 2;
+
+        for (i = 0; i < KVR_HOMES_MAX; i++) {
+            homes->routes[i] /= 2;
+        }
+    }
+
     victim = 0;
     oldest = 0;
 
@@ -32,6 +44,7 @@ kvr_homes_touch(kvr_homes_t *homes, uint64_t first_block)
 
         if (homes->first[i] == key) {
             homes->used[i] = homes->clock;
+            homes->routes[i]++;
             return;
         }
 
@@ -47,6 +60,27 @@ kvr_homes_touch(kvr_homes_t *homes, uint64_t first_block)
 
     homes->first[victim] = key;
     homes->used[victim] = homes->clock;
+    homes->routes[victim] = 1;
+}
+
+
+uint32_t
+kvr_homes_routes(const kvr_homes_t *homes, uint64_t first_block,
+    uint32_t *total)
+{
+    size_t    i;
+    uint64_t  key;
+
+    key = kvr_homes_key(first_block);
+    *total = homes->routes_total;
+
+    for (i = 0; i < KVR_HOMES_MAX; i++) {
+        if (homes->first[i] == key) {
+            return homes->routes[i];
+        }
+    }
+
+    return 0;
 }
 
 

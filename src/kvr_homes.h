@@ -22,12 +22,18 @@
 typedef struct {
     uint64_t   first[KVR_HOMES_MAX];   /* first-block keys, 0: unused */
     uint32_t   used[KVR_HOMES_MAX];    /* clock at the last route */
+    uint32_t   routes[KVR_HOMES_MAX];  /* recent routes, halved as they age */
+    uint32_t   routes_total;
     uint32_t   clock;
 } kvr_homes_t;
 
 
 /* a prompt starting with this block was routed to the server */
 void kvr_homes_touch(kvr_homes_t *homes, uint64_t first_block);
+
+/* the server's recent routes of this prefix (decayed), and of all */
+uint32_t kvr_homes_routes(const kvr_homes_t *homes, uint64_t first_block,
+    uint32_t *total);
 
 /*
  * How many of the server's recent prefixes are still cached there, as

@@ -139,7 +139,7 @@ kvr_policy_pick_kvroute(const kvr_policy_conf_t *conf,
     size_t    i, best, least, spare;
     double    load, best_load, min_load, key, best_key, held, best_held;
     uint32_t  max_overlap;
-    uint64_t  full, fill, best_fill;
+    uint64_t  full, fill, best_fill, held_total, room_total;
 
     max_overlap = 0;
     min_load = -1;
@@ -246,6 +246,34 @@ kvr_policy_pick_kvroute(const kvr_policy_conf_t *conf,
          */
 
         spare = n;
+
+        /*
+         * the fleet too must have room for another copy: while every
+         * prefix is still arriving, copies would take the places the
+         * later ones need
+         */
+
+        held_total = 0;
+        room_total = 0;
+
+        for (i = 0; i < n; i++) {
+            held_total += cand[i].prefixes;
+            room_total += cand[i].capacity;
+        }
+
+        if ((held_total + 1) * demand->blocks > room_total) {
+            return best;
+        }
+
+        /*
+         * and the prefix must be hot: more than one server's fair share of
+         * all recent routes; an even mix of many prefixes is only ever
+         * briefly imbalanced, and its copies would evict one another
+         */
+
+        if ((uint64_t) demand->share * n <= 1024) {
+            return best;
+        }
 
         for (i = 0; i < n; i++) {
             load = kvr_policy_load(&cand[i]);

@@ -57,6 +57,8 @@ typedef struct {
     uint32_t       blocks;          /* full blocks of the prompt */
     uint32_t       tokens;          /* prompt tokens (estimate) */
     uint64_t       first_block;     /* hash of block 0, for homes */
+    uint32_t       share;           /* its prefix's share of the recent
+                                       routes of all servers, in 1/1024 */
     uint64_t       random;          /* for tie breaks */
 } kvr_demand_t;
 

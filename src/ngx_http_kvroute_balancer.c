@@ -47,7 +47,8 @@ static void ngx_http_kvroute_decided(ngx_peer_connection_t *pc,
 static uint64_t ngx_http_kvroute_id_hash(ngx_http_upstream_rr_peer_t *peer);
 static void ngx_http_kvroute_prefixes(ngx_http_kvroute_srv_conf_t *kcf,
     kvr_index_t *index, int *slots, int *pred, uint32_t *overlap,
-    ngx_uint_t n, uint64_t first_block, kvr_candidate_t *cand);
+    ngx_uint_t n, uint64_t first_block, kvr_candidate_t *cand,
+    uint32_t *share);
 static int ngx_http_kvroute_held(void *data, uint64_t first_block);
 
 
@@ -301,7 +302,7 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
     }
 
     ngx_http_kvroute_prefixes(kcf, index, slots, pred, overlap, n,
-                              ctx->first_block, cand);
+                              ctx->first_block, cand, &demand.share);
 
     demand.blocks = ctx->nblocks;
     demand.tokens = ctx->tokens;
@@ -434,11 +435,15 @@ typedef struct {
 static void
 ngx_http_kvroute_prefixes(ngx_http_kvroute_srv_conf_t *kcf,
     kvr_index_t *index, int *slots, int *pred, uint32_t *overlap,
-    ngx_uint_t n, uint64_t first_block, kvr_candidate_t *cand)
+    ngx_uint_t n, uint64_t first_block, kvr_candidate_t *cand,
+    uint32_t *share)
 {
-    uint32_t                 most, least;
+    uint32_t                 most, least, total;
+    uint64_t                 routes, all;
     ngx_uint_t               i, held_anywhere;
     ngx_http_kvroute_held_t  held;
+
+    *share = 0;
 
     for (i = 0; i < n; i++) {
         cand[i].prefixes = 0;
@@ -468,6 +473,8 @@ ngx_http_kvroute_prefixes(ngx_http_kvroute_srv_conf_t *kcf,
     }
 
     held.index = index;
+    routes = 0;
+    all = 0;
 
     for (i = 0; i < n; i++) {
         if (slots[i] < 0 || slots[i] >= NGX_HTTP_KVROUTE_MAX_PEERS) {
@@ -480,7 +487,12 @@ ngx_http_kvroute_prefixes(ngx_http_kvroute_srv_conf_t *kcf,
         cand[i].prefixes = kvr_homes_live(&kcf->zone->sh->homes[slots[i]],
                                           first_block, ngx_http_kvroute_held,
                                           &held);
+        routes += kvr_homes_routes(&kcf->zone->sh->homes[slots[i]],
+                                   first_block, &total);
+        all += total;
     }
+
+    *share = all ? (uint32_t) (routes * 1024 / all) : 0;
 }
 
 

@@ -24,6 +24,7 @@ main(void)
 {
     size_t       i;
     uint8_t      cached[256];
+    uint32_t     total, routes;
     kvr_homes_t  h;
 
     memset(&h, 0, sizeof(h));
@@ -62,6 +63,30 @@ main(void)
     cached[100] = 0;
     tap_is(kvr_homes_live(&h, 0, held_small, cached), KVR_HOMES_MAX - 1,
            "the key touched again (100) stayed");
+
+    /* recent routes, per prefix and in all */
+    memset(&h, 0, sizeof(h));
+    tap_is(kvr_homes_routes(&h, 5, &total), 0, "no routes");
+    tap_is(total, 0, "no routes in all");
+    for (i = 0; i < 30; i++) {
+        kvr_homes_touch(&h, 5);
+    }
+    for (i = 0; i < 10; i++) {
+        kvr_homes_touch(&h, 6);
+    }
+    tap_is(kvr_homes_routes(&h, 5, &total), 30, "30 routes of prefix 5");
+    tap_is(total, 40, "of 40");
+    tap_is(kvr_homes_routes(&h, 7, &total), 0, "none of a prefix not here");
+
+    /* old routes fade: 200 routes of 6 later, 5 keeps few of them */
+    for (i = 0; i < 200; i++) {
+        kvr_homes_touch(&h, 6);
+    }
+    routes = kvr_homes_routes(&h, 5, &total);
+    tap_ok(routes * 16 <= total, "an old prefix's routes fade (%u of %u)",
+           (unsigned) routes, (unsigned) total);
+    tap_ok(total < 128, "the total stays within the window (%u)",
+           (unsigned) total);
 
     /* a first block of 0 is a key like any other */
     memset(&h, 0, sizeof(h));

@@ -176,6 +176,7 @@ main(void)
         }
         c[2].overlap = 100;
         c[2].inflight = 2;
+        d.share = 300;                  /* over 1/4 of all routes: hot */
         d.first_block = 42;
 
         pick = kvr_policy_pick(&spread1, c, 4, &d, &why);
@@ -194,6 +195,11 @@ main(void)
         tap_is(pick, 2, "spread: not at equal load");
 
         c[1].inflight = 1;
+        d.share = 256;
+        pick = kvr_policy_pick(&spread1, c, 4, &d, &why);
+        tap_is(pick, 2, "spread: not a prefix with a fair share or less");
+
+        d.share = 300;
         c[1].capacity = 0;
         pick = kvr_policy_pick(&spread1, c, 4, &d, &why);
         tap_is(pick, 2, "spread: not to a server of unknown capacity");
