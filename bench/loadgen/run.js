@@ -53,7 +53,8 @@ async function runPoint(o, words) {
   const table = routerTable(o.top, o.build, o);
   const router = table[o.router];
   if (!router) throw new Error(`unknown router ${o.router}; known: ${Object.keys(table).join(', ')}`);
-  const wl = buildWorkload(words, { seed: o.seed, prefixes: o.prefixes, requests: o.requests });
+  const wl = buildWorkload(words, { seed: o.seed, prefixes: o.prefixes, requests: o.requests,
+    zipf: o.zipf || 0 });
   const emuArgs = ['--engines', String(o.workers), '--base-port', String(o.basePort),
     '--capacity-blocks', String(o.capacityBlocks), '--block-size', String(o.blockSize),
     '--time-scale', String(o.timeScale), '--events-base-port', String(o.eventsBasePort),

@@ -66,9 +66,23 @@ function buildWorkload(words, o) {
   };
   const prefixes = [];
   for (let p = 0; p < o.prefixes; p++) prefixes.push(draw(prefixTokens));
+  // popularity: uniform (the seed's), or Zipf with exponent o.zipf (prefix
+  // k drawn with weight 1/(k+1)^s); one draw of r() a request either way
+  const cumulative = [];
+  if (o.zipf > 0) {
+    let sum = 0;
+    for (let k = 0; k < o.prefixes; k++) cumulative.push(sum += 1 / Math.pow(k + 1, o.zipf));
+    for (let k = 0; k < o.prefixes; k++) cumulative[k] /= sum;
+  }
+  const pick = (u) => {
+    if (!cumulative.length) return Math.floor(u * o.prefixes);
+    let k = 0;
+    while (k < o.prefixes - 1 && u >= cumulative[k]) k++;
+    return k;
+  };
   const requests = [];
   for (let i = 0; i < o.requests; i++) {
-    const prefixId = Math.floor(r() * o.prefixes);
+    const prefixId = pick(r());
     const tail = draw(tailTokens);
     const pre = prefixes[prefixId];
     requests.push({ prefixId, ids: pre.ids.concat(tail.ids), text: pre.text + tail.text });

@@ -34,6 +34,23 @@ test('workload: 2,032-token prefixes, 2,371-token prompts, same seed same reques
   assert.equal(tails.size, 6, 'unique tails');
 });
 
+test('workload: --zipf draws prefix k with weight 1/(k+1)^s, tails unchanged', () => {
+  const u = buildWorkload(words, { seed: 3, prefixes: 8, requests: 8000 });
+  const z = buildWorkload(words, { seed: 3, prefixes: 8, requests: 8000, zipf: 1.2 });
+  const counts = new Array(8).fill(0);
+  for (const r of z.requests) counts[r.prefixId]++;
+  let sum = 0;
+  for (let k = 0; k < 8; k++) sum += 1 / Math.pow(k + 1, 1.2);
+  for (let k = 0; k < 8; k++) {
+    const expected = 8000 / Math.pow(k + 1, 1.2) / sum;
+    assert.ok(Math.abs(counts[k] - expected) < 5 * Math.sqrt(expected) + 5,
+      `prefix ${k}: ${counts[k]} vs ${expected.toFixed(0)}`);
+  }
+  // one draw a request either way: the same tails in the same order
+  assert.deepEqual(z.requests.map((r) => r.ids.slice(2032).join(',')),
+    u.requests.map((r) => r.ids.slice(2032).join(',')));
+});
+
 test('workload: prefix types are drawn evenly', () => {
   const w = buildWorkload(words, { seed: 3, prefixes: 4, requests: 4000 });
   const counts = [0, 0, 0, 0];
