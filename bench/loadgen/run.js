@@ -54,7 +54,7 @@ async function runPoint(o, words) {
   const router = table[o.router];
   if (!router) throw new Error(`unknown router ${o.router}; known: ${Object.keys(table).join(', ')}`);
   const wl = buildWorkload(words, { seed: o.seed, prefixes: o.prefixes, requests: o.requests,
-    zipf: o.zipf || 0 });
+    zipf: o.zipf || 0, turns: o.turns || 1 });
   const emuArgs = ['--engines', String(o.workers), '--base-port', String(o.basePort),
     '--capacity-blocks', String(o.capacityBlocks), '--block-size', String(o.blockSize),
     '--time-scale', String(o.timeScale), '--events-base-port', String(o.eventsBasePort),

@@ -80,12 +80,24 @@ function buildWorkload(words, o) {
     while (k < o.prefixes - 1 && u >= cumulative[k]) k++;
     return k;
   };
+  // turns > 1: each prefix type is a conversation whose next request
+  // carries everything sent before (its earlier tails) plus a new tail,
+  // for `turns` requests; then it starts again from its prefix
+  const turns = o.turns || 1;
+  const history = prefixes.map((p) => ({ ids: p.ids, text: p.text, turn: 0 }));
   const requests = [];
   for (let i = 0; i < o.requests; i++) {
     const prefixId = pick(r());
     const tail = draw(tailTokens);
-    const pre = prefixes[prefixId];
-    requests.push({ prefixId, ids: pre.ids.concat(tail.ids), text: pre.text + tail.text });
+    const h = history[prefixId];
+    const q = { prefixId, ids: h.ids.concat(tail.ids), text: h.text + tail.text };
+    requests.push(q);
+    if (++h.turn < turns) {
+      h.ids = q.ids;
+      h.text = q.text;
+    } else {
+      history[prefixId] = { ids: prefixes[prefixId].ids, text: prefixes[prefixId].text, turn: 0 };
+    }
   }
   return { prefixes, requests };
 }

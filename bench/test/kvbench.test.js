@@ -51,6 +51,23 @@ test('workload: --zipf draws prefix k with weight 1/(k+1)^s, tails unchanged', (
     u.requests.map((r) => r.ids.slice(2032).join(',')));
 });
 
+test('workload: --turns T grows each conversation by one tail a request', () => {
+  const w = buildWorkload(words, { seed: 5, prefixes: 2, requests: 40, turns: 3 });
+  const seen = [[], []];
+  for (const q of w.requests) {
+    const past = seen[q.prefixId];
+    const turn = past.length % 3;
+    assert.equal(q.ids.length, 2032 + 339 * (turn + 1), 'prompt length by turn');
+    if (turn > 0) {
+      assert.deepEqual(q.ids.slice(0, past[past.length - 1].length), past[past.length - 1],
+        'starts with the previous request of its conversation');
+    } else {
+      assert.deepEqual(q.ids.slice(0, 2032), w.prefixes[q.prefixId].ids, 'a new conversation');
+    }
+    past.push(q.ids);
+  }
+});
+
 test('workload: prefix types are drawn evenly', () => {
   const w = buildWorkload(words, { seed: 3, prefixes: 4, requests: 4000 });
   const counts = [0, 0, 0, 0];
