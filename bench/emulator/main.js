@@ -23,6 +23,12 @@ async function main() {
   const filler = await makeFiller(tokenizer);
   const engines = [];
   for (let i = 0; i < o.engines; i++) {
+    const scale = o.engineScale[i] || 1;
+    const timing = Object.assign({}, o.timing, {
+      baseUs: o.timing.baseUs / scale,
+      prefillUsPerToken: o.timing.prefillUsPerToken / scale,
+      decodeUsPerSeq: o.timing.decodeUsPerSeq / scale,
+    });
     engines.push(new Engine({
       index: i,
       name: o.namePrefix + i,
@@ -30,8 +36,8 @@ async function main() {
       port: o.basePort + i,
       model: o.model,
       blockSize: o.blockSize,
-      capacityBlocks: o.capacityBlocks,
-      timing: o.timing,
+      capacityBlocks: Math.max(1, Math.round(o.capacityBlocks * scale)),
+      timing,
       kvEvents: o.kvEvents,
       eventsHost: o.eventsHost,
       eventsPort: o.eventsBasePort + i,

@@ -24,6 +24,7 @@ const SPEC = {
   'replay-base-port': { type: 'string', default: '20181' },
   flavour: { type: 'string', default: 'vllm' },
   'name-prefix': { type: 'string', default: 'engine-' },
+  'engine-scale': { type: 'string', default: '' },
   'base-us': { type: 'string', default: String(DEFAULT_TIMING.baseUs) },
   'prefill-us-per-token': { type: 'string', default: String(DEFAULT_TIMING.prefillUsPerToken) },
   'decode-us-per-seq': { type: 'string', default: String(DEFAULT_TIMING.decodeUsPerSeq) },
@@ -67,6 +68,10 @@ function parseOptions(argv) {
     replayBasePort: num(v['replay-base-port'], 'replay-base-port', 0, true),
     flavour: oneOf(v.flavour, 'flavour', ['vllm', 'sglang']),
     namePrefix: v['name-prefix'],
+    // per engine: its KV capacity and its speed times this factor (unequal
+    // GPUs); engines past the list's end get 1
+    engineScale: v['engine-scale'] ? v['engine-scale'].split(',').map((x, i) =>
+      num(x, `engine-scale[${i}]`, 0.01, false)) : [],
     timing: {
       timeScale: num(v['time-scale'], 'time-scale', 1e-6, false),
       baseUs: num(v['base-us'], 'base-us', 0, false),
