@@ -19,6 +19,8 @@
 
 static char *ngx_http_kvroute(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_kvroute_capacity(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 static char *ngx_http_kvroute_events(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_kvroute_load_tokenizer(ngx_conf_t *cf,
@@ -52,6 +54,13 @@ static ngx_command_t  ngx_http_kvroute_commands[] = {
     { ngx_string("kvroute_events"),
       NGX_HTTP_UPS_CONF|NGX_CONF_TAKE23,
       ngx_http_kvroute_events,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("kvroute_capacity"),
+      NGX_HTTP_UPS_CONF|NGX_CONF_TAKE2,
+      ngx_http_kvroute_capacity,
       NGX_HTTP_SRV_CONF_OFFSET,
       0,
       NULL },
@@ -482,6 +491,68 @@ ngx_http_kvroute(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     {
         return NGX_CONF_ERROR;
     }
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * kvroute_capacity 10.0.0.5:8000 292;
+ * a server whose KV cache differs from capacity= (a smaller GPU)
+ */
+
+static char *
+ngx_http_kvroute_capacity(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_kvroute_srv_conf_t *kcf = conf;
+
+    ngx_int_t                     blocks;
+    ngx_str_t                    *value;
+    ngx_uint_t                    i;
+    ngx_http_kvroute_capacity_t  *c;
+
+    if (kcf->upstream == NULL) {
+        return "needs \"kvroute ...\" before it";
+    }
+
+    value = cf->args->elts;
+
+    blocks = ngx_atoi(value[2].data, value[2].len);
+
+    if (blocks <= 0 || blocks > 1000000000) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid capacity \"%V\" for \"%V\": expected "
+                           "blocks from 1 to 1000000000", &value[2],
+                           &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    if (kcf->capacity_overrides == NULL) {
+        kcf->capacity_overrides = ngx_array_create(cf->pool, 4,
+                                      sizeof(ngx_http_kvroute_capacity_t));
+        if (kcf->capacity_overrides == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    c = kcf->capacity_overrides->elts;
+
+    for (i = 0; i < kcf->capacity_overrides->nelts; i++) {
+        if (c[i].server.len == value[1].len
+            && ngx_strncmp(c[i].server.data, value[1].data, value[1].len)
+               == 0)
+        {
+            return "names a server twice";
+        }
+    }
+
+    c = ngx_array_push(kcf->capacity_overrides);
+    if (c == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    c->server = value[1];
+    c->blocks = blocks;
 
     return NGX_CONF_OK;
 }

@@ -129,6 +129,7 @@ typedef struct {
     ngx_uint_t                       events_ranks;
     ngx_str_t                        events_topic;
     ngx_array_t                     *events_overrides;   /* _override_t */
+    ngx_array_t                     *capacity_overrides; /* _capacity_t */
     size_t                           max_body;
     size_t                           chunk_bytes;   /* text key chunk */
     kvr_policy_conf_t                policy;
@@ -147,6 +148,7 @@ typedef struct {
     /* index slot of each peer (primaries, then backups); per process */
     ngx_int_t                       *slots;
     ngx_int_t                       *pred_slots;
+    uint64_t                        *capacities;   /* per peer, blocks */
     ngx_uint_t                       nslots;
 } ngx_http_kvroute_srv_conf_t;
 
@@ -157,6 +159,13 @@ typedef struct {
     ngx_str_t                        endpoint;   /* NUL-terminated */
     ngx_str_t                        replay;     /* NUL-terminated or empty */
 } ngx_http_kvroute_override_t;
+
+
+/* kvroute_capacity SERVER BLOCKS: a server's own cache size */
+typedef struct {
+    ngx_str_t                        server;
+    ngx_uint_t                       blocks;
+} ngx_http_kvroute_capacity_t;
 
 
 typedef struct {

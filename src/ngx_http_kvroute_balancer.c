@@ -223,6 +223,8 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
         peers_of[n] = peer;
         slots[n] = (base + i < kcf->nslots) ? kcf->slots[base + i] : -1;
         pred[n] = (base + i < kcf->nslots) ? kcf->pred_slots[base + i] : -1;
+        cand[n].capacity = (base + i < kcf->nslots)
+                           ? kcf->capacities[base + i] : kcf->capacity;
         cand[n].weight = peer->weight;
         cand[n].id_hash = ngx_http_kvroute_id_hash(peer);
         n++;
@@ -287,7 +289,6 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
 
     for (i = 0; i < n; i++) {
         cand[i].cached_blocks = 0;
-        cand[i].capacity = kcf->capacity;
 
         if (slots[i] >= 0) {
             cand[i].cached_blocks = kvr_index_slot_blocks(index, slots[i]);

@@ -287,10 +287,14 @@ uint64_t
 ngx_http_kvroute_pred_capacity(ngx_http_kvroute_srv_conf_t *kcf,
     ngx_int_t slot)
 {
+    kvr_index_slot_info_t  info;
+
     if (slot >= 0 && slot < NGX_HTTP_KVROUTE_MAX_PEERS
         && kcf->zone->sh->events[slot].stale)
     {
-        return kcf->capacity;
+        /* the server's own capacity, as resolve_slots() set it */
+        kvr_index_slot_info(kcf->zone->sh->index, slot, &info);
+        return info.capacity;
     }
 
     return kcf->predict;
@@ -307,8 +311,10 @@ ngx_http_kvroute_resolve_slots(ngx_http_kvroute_srv_conf_t *kcf,
     ngx_http_upstream_rr_peers_t *peers)
 {
     u_char                         name[NGX_SOCKADDR_STRLEN + 2];
+    uint64_t                      *caps;
     ngx_int_t                      slot, *slots, *pred;
-    ngx_uint_t                     n, i;
+    ngx_uint_t                     n, i, j;
+    ngx_http_kvroute_capacity_t   *c;
     kvr_index_t                   *index;
     ngx_http_upstream_rr_peer_t   *peer;
     ngx_http_upstream_rr_peers_t  *list;
@@ -323,6 +329,12 @@ ngx_http_kvroute_resolve_slots(ngx_http_kvroute_srv_conf_t *kcf,
     }
 
     pred = slots + n;
+
+    caps = ngx_palloc(ngx_cycle->pool, n * sizeof(uint64_t));
+    if (caps == NULL) {
+        return NGX_ERROR;
+    }
+
     index = kcf->zone->sh->index;
     i = 0;
 
@@ -334,8 +346,25 @@ ngx_http_kvroute_resolve_slots(ngx_http_kvroute_srv_conf_t *kcf,
             slot = kvr_index_slot(index, (char *) peer->name.data,
                                   peer->name.len);
 
+            /* kvroute_capacity names a server by its "server" line */
+
+            caps[i] = kcf->capacity;
+
+            if (kcf->capacity_overrides) {
+                c = kcf->capacity_overrides->elts;
+
+                for (j = 0; j < kcf->capacity_overrides->nelts; j++) {
+                    if (c[j].server.len == peer->name.len
+                        && ngx_strncmp(c[j].server.data, peer->name.data,
+                                       peer->name.len) == 0)
+                    {
+                        caps[i] = c[j].blocks;
+                    }
+                }
+            }
+
             if (slot >= 0) {
-                kvr_index_slot_set_capacity(index, slot, kcf->capacity);
+                kvr_index_slot_set_capacity(index, slot, caps[i]);
             }
 
             /*
@@ -369,10 +398,12 @@ ngx_http_kvroute_resolve_slots(ngx_http_kvroute_srv_conf_t *kcf,
     for ( /* void */ ; i < n; i++) {
         slots[i] = -1;
         pred[i] = -1;
+        caps[i] = kcf->capacity;
     }
 
     kcf->slots = slots;
     kcf->pred_slots = pred;
+    kcf->capacities = caps;
     kcf->nslots = n;
 
     return NGX_OK;

@@ -226,3 +226,39 @@ upstream llm { kvroute mode=kv; kvroute_events 127.0.0.1:8000 http://x:5557; ser
 --- must_die
 --- error_log
 invalid endpoint "http://x:5557": expected tcp://... or ipc://...
+
+
+
+=== TEST 16: kvroute_capacity wants blocks
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm { kvroute capacity=585; kvroute_capacity 127.0.0.1:8000 half; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log
+invalid capacity "half" for "127.0.0.1:8000": expected blocks from 1 to 1000000000
+
+
+
+=== TEST 17: kvroute_capacity names a server once
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm { kvroute; kvroute_capacity 127.0.0.1:8000 100; kvroute_capacity 127.0.0.1:8000 200; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log
+"kvroute_capacity" directive names a server twice
+
+
+
+=== TEST 18: kvroute_capacity needs kvroute before it
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm { kvroute_capacity 127.0.0.1:8000 100; kvroute; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log
+"kvroute_capacity" directive needs "kvroute ..." before it

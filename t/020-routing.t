@@ -133,3 +133,36 @@ Content-Type: application/json
   "X-Kvroute: overlap [1-9][0-9]*" ]
 --- no_error_log
 [error]
+
+
+
+=== TEST 5: kvroute_capacity gives one server its own cache size (status and
+the approximate model: 2 blocks there keep only a prompt's first 2)
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm {
+    kvroute mode=approx capacity=1000 zone=kv_caps:1m;
+    kvroute_capacity 127.0.0.1:$TEST_NGINX_B2 2;
+    server 127.0.0.1:$TEST_NGINX_B2;
+}
+server { listen 127.0.0.1:$TEST_NGINX_B2; location / { return 200 "b2\n"; } }
+--- config
+location /v1/ {
+    proxy_pass http://llm;
+    add_header X-Kvroute "$kvroute_reason $kvroute_overlap/$kvroute_blocks";
+}
+location = /kvroute_status { kvroute_status; }
+--- more_headers
+Content-Type: application/json
+--- request eval
+[ "POST /v1/completions\n" . '{"model":"m","prompt":[' . join(',', 1 .. 80) . ']}',
+  "POST /v1/completions\n" . '{"model":"m","prompt":[' . join(',', 1 .. 80) . ']}',
+  ::status_request() ]
+--- response_headers_like eval
+[ "X-Kvroute: home 0/5", "X-Kvroute: overlap 2/5", "" ]
+--- response_body_like eval
+[ qr/^b2\n$/, qr/^b2\n$/,
+  qr/kvroute_capacity_blocks\{upstream="llm",server="127.0.0.1:\d+"\} 2\n/ ]
+--- no_error_log
+[error]
