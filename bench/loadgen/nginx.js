@@ -10,7 +10,17 @@ const { spawn } = require('node:child_process');
 
 function nginxConf(o) {
   const dir = o.dir;
-  const servers = o.enginePorts.map((p) => `        server 127.0.0.1:${p} max_fails=0;`).join('\n');
+  // engines of unequal size (--engine-scale): told as an operator would,
+  // weights for every router, each one's cache size for kvroute
+  const scale = o.engineScale || [];
+  const weight = (i) => (scale.length ? ` weight=${Math.max(1, Math.round((scale[i] || 1) * 2))}` : '');
+  const servers = o.enginePorts.map((p, i) => `        server 127.0.0.1:${p}${weight(i)} max_fails=0;`).join('\n');
+  const isKvroute = /kvroute/.test(JSON.stringify(typeof o.router.upstream === 'function'
+    ? o.router.upstream({ enginePorts: o.enginePorts, eventsPorts: o.eventsPorts || [], port: o.port })
+    : o.router.upstream || []));
+  const capacities = scale.length && isKvroute
+    ? o.enginePorts.map((p, i) => `        kvroute_capacity 127.0.0.1:${p} ${Math.max(1, Math.round((o.capacityBlocks || 585) * (scale[i] || 1)))};`).join('\n')
+    : '';
   const mods = (o.router.modules || []).map((m) => `load_module ${m};`).join('\n');
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
   // a router's directive lists may be functions of the point's ports
@@ -47,6 +57,7 @@ http {
 ${ind(o.router.http, 4)}
     upstream kvbench_engines {
 ${ind(o.router.upstream, 8)}
+${capacities}
 ${servers}
         keepalive 128;
     }

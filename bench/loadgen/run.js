@@ -58,7 +58,8 @@ async function runPoint(o, words) {
   const emuArgs = ['--engines', String(o.workers), '--base-port', String(o.basePort),
     '--capacity-blocks', String(o.capacityBlocks), '--block-size', String(o.blockSize),
     '--time-scale', String(o.timeScale), '--events-base-port', String(o.eventsBasePort),
-    '--replay-base-port', '0'].concat(router.emulatorArgs || [], o.emulatorArgs || []);
+    '--replay-base-port', '0'].concat(router.emulatorArgs || [], o.emulatorArgs || [],
+    o.engineScale && o.engineScale.length ? [`--engine-scale=${o.engineScale.join(',')}`] : []);
   const emu = await startEmulator(emuArgs);
   live.add(emu);
   try {
@@ -66,6 +67,7 @@ async function runPoint(o, words) {
     if (o.warmup) await warmup(ports, words, o);
     const eventsPorts = ports.map((_, i) => o.eventsBasePort + i);
     const ngx = await startNginx({ router, port: o.port, enginePorts: ports, eventsPorts, binary: o.nginx,
+      engineScale: o.engineScale, capacityBlocks: o.capacityBlocks,
       workers: o.nginxWorkers });
     live.add(ngx);
     try {
