@@ -262,3 +262,15 @@ upstream llm { kvroute_capacity 127.0.0.1:8000 100; kvroute; server 127.0.0.1:80
 --- must_die
 --- error_log
 "kvroute_capacity" directive needs "kvroute ..." before it
+
+
+
+=== TEST 19: spread wants a count of requests
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm { kvroute spread=some; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log
+invalid "spread" value "some": expected an integer from 0 to 1000000
