@@ -473,9 +473,28 @@ ngx_http_kvroute_prefixes(ngx_http_kvroute_srv_conf_t *kcf,
         return;
     }
 
-    held.index = index;
+    /* the prefix's share of the fleet's recent routes: cheap, no lookups */
+
     routes = 0;
     all = 0;
+
+    for (i = 0; i < n; i++) {
+        if (slots[i] >= 0 && slots[i] < NGX_HTTP_KVROUTE_MAX_PEERS) {
+            routes += kvr_homes_routes(&kcf->zone->sh->homes[slots[i]],
+                                       first_block, &total);
+            all += total;
+        }
+    }
+
+    *share = all ? (uint32_t) (routes * 1024 / all) : 0;
+
+    /* a held prefix that is not hot is never spread: nothing to count */
+
+    if (held_anywhere && (uint64_t) *share * n <= 1024) {
+        return;
+    }
+
+    held.index = index;
 
     for (i = 0; i < n; i++) {
         if (slots[i] < 0 || slots[i] >= NGX_HTTP_KVROUTE_MAX_PEERS) {
@@ -488,12 +507,7 @@ ngx_http_kvroute_prefixes(ngx_http_kvroute_srv_conf_t *kcf,
         cand[i].prefixes = kvr_homes_live(&kcf->zone->sh->homes[slots[i]],
                                           first_block, ngx_http_kvroute_held,
                                           &held);
-        routes += kvr_homes_routes(&kcf->zone->sh->homes[slots[i]],
-                                   first_block, &total);
-        all += total;
     }
-
-    *share = all ? (uint32_t) (routes * 1024 / all) : 0;
 }
 
 
