@@ -151,6 +151,7 @@ static kvr_index_run_t  kvr_index_runs[KVR_INDEX_MAX_SLOTS];
 int kvr_index_verify(kvr_index_t *ix);
 
 static int kvr_index_layout(size_t size, kvr_index_layout_t *lo);
+static void kvr_index_empty(kvr_index_t *ix);
 static void kvr_index_format(kvr_index_t *ix, size_t size,
     kvr_index_layout_t *lo);
 static void kvr_index_store_name(const char *name, size_t len, char *stored,
@@ -298,8 +299,6 @@ kvr_index_layout(size_t size, kvr_index_layout_t *lo)
 static void
 kvr_index_format(kvr_index_t *ix, size_t size, kvr_index_layout_t *lo)
 {
-    kvr_index_entry_t  *nil;
-
     memset(ix, 0, sizeof(kvr_index_t));
 
     ix->version = KVR_INDEX_VERSION;
@@ -310,23 +309,35 @@ kvr_index_format(kvr_index_t *ix, size_t size, kvr_index_layout_t *lo)
     ix->nbuckets = lo->nbuckets;
     ix->bucket_mask = lo->nbuckets - 1;
     ix->capacity = lo->capacity;
+    ix->slots_end = 0;
+    ix->changes = 0;
+    ix->evictions_full = 0;
+
+    kvr_index_empty(ix);
+
+    /* the magic last: a half-formatted region is formatted again */
+    ix->magic = KVR_INDEX_MAGIC;
+}
+
+
+/* no entries: empty buckets, nothing free or garbage, the nil entry zero */
+
+static void
+kvr_index_empty(kvr_index_t *ix)
+{
+    kvr_index_entry_t  *nil;
+
     ix->used = 0;
     ix->garbage = 0;
     ix->garbage_head = 0;
     ix->garbage_tail = 0;
     ix->free_head = 0;
     ix->fresh = 1;
-    ix->slots_end = 0;
-    ix->changes = 0;
-    ix->evictions_full = 0;
 
-    memset(kvr_index_buckets(ix), 0, (size_t) lo->nbuckets * 4);
+    memset(kvr_index_buckets(ix), 0, (size_t) ix->nbuckets * 4);
 
     nil = kvr_index_entries(ix);
     memset(nil, 0, sizeof(kvr_index_entry_t));
-
-    /* the magic last: a half-formatted region is formatted again */
-    ix->magic = KVR_INDEX_MAGIC;
 }
 
 
@@ -1335,7 +1346,6 @@ kvr_index_clear_all(kvr_index_t *ix)
 {
     int                 i;
     kvr_index_slot_t   *s;
-    kvr_index_entry_t  *nil;
 
     for (i = 0; i < KVR_INDEX_MAX_SLOTS; i++) {
         s = &ix->slots[i];
@@ -1345,18 +1355,9 @@ kvr_index_clear_all(kvr_index_t *ix)
         s->gen++;
     }
 
-    ix->used = 0;
-    ix->garbage = 0;
-    ix->garbage_head = 0;
-    ix->garbage_tail = 0;
-    ix->free_head = 0;
-    ix->fresh = 1;
     ix->changes++;
 
-    memset(kvr_index_buckets(ix), 0, (size_t) ix->nbuckets * 4);
-
-    nil = kvr_index_entries(ix);
-    memset(nil, 0, sizeof(kvr_index_entry_t));
+    kvr_index_empty(ix);
 }
 
 

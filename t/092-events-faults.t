@@ -84,6 +84,16 @@ upstream llm {
 server { listen 127.0.0.1:$TEST_NGINX_B1; location / { return 200 "ok\n"; } }
 _EOC_
 
+# predictions of 4 blocks, or the server's 1000 while its index is stale
+our $StaleConfig = <<'_EOC_';
+upstream llm {
+    kvroute mode=kv events_port=+100 predict=4 capacity=1000
+            zone=kv_faults:4m;
+    server 127.0.0.1:$TEST_NGINX_B1;
+}
+server { listen 127.0.0.1:$TEST_NGINX_B1; location / { return 200 "ok\n"; } }
+_EOC_
+
 our $Config = <<'_EOC_';
 location /v1/ {
     proxy_pass http://llm;
@@ -306,13 +316,7 @@ predictions stand in with the server's capacity (here 1000 blocks, not 4)
 --- main_config
 load_module $TEST_NGINX_KVROUTE_SO;
 load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
---- http_config
-upstream llm {
-    kvroute mode=kv events_port=+100 predict=4 capacity=1000
-            zone=kv_faults:4m;
-    server 127.0.0.1:$TEST_NGINX_B1;
-}
-server { listen 127.0.0.1:$TEST_NGINX_B1; location / { return 200 "ok\n"; } }
+--- http_config eval: $::StaleConfig
 --- config eval: $::Config
 --- init
 main::publish(main::store(7, 11, undef, 3000));
@@ -338,13 +342,7 @@ blocks: the second prompt's replace the first's)
 --- main_config
 load_module $TEST_NGINX_KVROUTE_SO;
 load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
---- http_config
-upstream llm {
-    kvroute mode=kv events_port=+100 predict=4 capacity=1000
-            zone=kv_faults:4m;
-    server 127.0.0.1:$TEST_NGINX_B1;
-}
-server { listen 127.0.0.1:$TEST_NGINX_B1; location / { return 200 "ok\n"; } }
+--- http_config eval: $::StaleConfig
 --- config eval: $::Config
 --- init
 main::publish(main::store(0, 11, undef, 3000));
