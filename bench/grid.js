@@ -146,6 +146,7 @@ const SPEC = {
   out: { type: 'string', default: path.join(BENCH, 'results') },
   'time-scale': { type: 'string', default: '1' },
   port: { type: 'string', default: '28000' },
+  build: { type: 'string' },
   resume: { type: 'boolean', default: false },
   until: { type: 'string' },
   'table-only': { type: 'boolean', default: false },
@@ -161,8 +162,8 @@ const DEFAULT_ROUTERS = ['round_robin', 'random', 'hash', 'kvroute-approx', 'kvr
 const USAGE = `usage: node bench/grid.js [--routers round_robin,random,hash,kvroute-approx,kvroute-dynamo]
            [--workers 6,3] [--prefixes 2,7,12,24] [--concurrency 4,8,16]
            [--runs 3] [--requests 240] [--seed 1] [--out bench/results]
-           [--time-scale 1] [--port 28000] [--resume] [--until HH:MM]
-           [--table-only] [--no-plots]
+           [--time-scale 1] [--port 28000] [--build DIR] [--resume]
+           [--until HH:MM] [--table-only] [--no-plots]
        node bench/grid.js --check [seed-experiment.md]
 --resume      skip points already in OUT/grid.jsonl (same requests, seed,
               runs and time scale)
@@ -171,6 +172,8 @@ const USAGE = `usage: node bench/grid.js [--routers round_robin,random,hash,kvro
 --table-only  only regenerate OUT/grid.md and the PNGs from OUT/grid.jsonl
 --check       compare the hard-coded seed figures with the document's tables
 --port P      nginx on P, engines on P+1.., KV events on P+1081..
+--build DIR   the kvroute module's build directory (default build/), e.g. a
+              copy, so rebuilding during a grid does not change its module
               (away from kvbench's defaults, so other runs do not collide)`;
 
 function intList(s, name) {
@@ -295,6 +298,7 @@ async function runGrid(o) {
       '--requests', String(o.requests), '--seed', String(o.seed), '--runs', String(o.runs),
       '--time-scale', String(o.timeScale), '--port', String(o.port),
       '--base-port', String(o.port + 1), '--events-base-port', String(o.port + 1081), '--json'];
+    if (o.build) args.push('--build', o.build);
     const res = await runKvbench(args);
     if (stopping) break;
     const secs = (Date.now() - started.getTime()) / 1000;
@@ -708,6 +712,7 @@ async function main() {
     out: path.resolve(v.out),
     timeScale: Number(v['time-scale']),
     port: posInt(v.port, 'port'),
+    build: v.build,
     resume: v.resume,
   };
   if (v.until !== undefined) {

@@ -29,21 +29,33 @@ class Engine {
     this.generationTokensTotal = 0;
     this.nextId = 0;
     this.created = Math.floor(Date.now() / 1000);
-    this.cache = new KvCache({
-      numBlocks: o.capacityBlocks,
-      blockSize: o.blockSize,
-      onEvent: (ev) => { if (this.publisher) this.publisher.add(ev); },
-    });
-    this.scheduler = new Scheduler(this.cache, {
-      timing: o.timing,
-      hashRoot: noneHash(o.hashSeed || 0),
-      outputTokenId: (i) => filler.ids[i % filler.ids.length],
-      onScheduled: () => { if (this.publisher) this.publisher.flush(); },
-    });
+    this.down = false;
+    this.downs = 0;
+    this._fresh();
     this.sockets = new Set();
   }
 
+  // An empty cache and an idle scheduler: a new engine, or one restarted.
+  _fresh() {
+    this.cache = new KvCache({
+      numBlocks: this.o.capacityBlocks,
+      blockSize: this.o.blockSize,
+      onEvent: (ev) => { if (this.publisher) this.publisher.add(ev); },
+    });
+    this.scheduler = new Scheduler(this.cache, {
+      timing: this.o.timing,
+      hashRoot: noneHash(this.o.hashSeed || 0),
+      outputTokenId: (i) => this.filler.ids[i % this.filler.ids.length],
+      onScheduled: () => { if (this.publisher) this.publisher.flush(); },
+    });
+  }
+
   async start() {
+    await this._startPublisher();
+    await this._listen();
+  }
+
+  async _startPublisher() {
     if (this.o.kvEvents === 'zmq') {
       const host = this.o.eventsHost || '127.0.0.1';
       this.publisher = new EventPublisher({
@@ -58,6 +70,9 @@ class Engine {
       });
       await this.publisher.start();
     }
+  }
+
+  async _listen() {
     this.server = http.createServer({ keepAliveTimeout: 65000 }, (req, res) => {
       handleHttp(this, req, res);
     });
@@ -126,7 +141,46 @@ class Engine {
     return ok;
   }
 
+  // The engine goes away for `ms` (a crash or a restart of the server):
+  // connections and requests in flight are cut, nothing listens, and it
+  // comes back as a new process would, with an empty cache and, with
+  // events, a new publisher whose sequence starts again at 0.
+  // onChange(state) is called with 'down' and then 'up'.
+  async goDown(ms, onChange) {
+    if (this.down || this.stopped) return false;
+    this.down = true;
+    this.downs++;
+    this.scheduler.stop();
+    if (this.server) {
+      const closed = new Promise((resolve) => this.server.close(() => resolve()));
+      for (const s of this.sockets) s.destroy();
+      await closed;
+      this.server = null;
+    }
+    if (this.publisher) {
+      await this.publisher.close();
+      this.publisher = null;
+    }
+    onChange('down');
+    this.upTimer = setTimeout(async () => {
+      this.upTimer = null;
+      if (this.stopped) return;
+      this._fresh();
+      try {
+        await this._startPublisher();
+        await this._listen();
+        this.down = false;
+        onChange('up');
+      } catch (err) {
+        onChange('failed: ' + err.message);
+      }
+    }, ms);
+    return true;
+  }
+
   async stop() {
+    this.stopped = true;
+    if (this.upTimer) clearTimeout(this.upTimer);
     this.scheduler.stop();
     if (this.server) {
       this.server.close();

@@ -65,6 +65,26 @@ async function main() {
     await stop('error');
     return;
   }
+  // Commands on stdin, one a line (for kvbench's fault runs):
+  //   down I MS   engine I goes away for MS ms and comes back empty
+  // Each change is reported on stdout as "engine I down|up".
+  let pending = '';
+  process.stdin.on('data', (d) => {
+    pending += d;
+    let nl;
+    while ((nl = pending.indexOf('\n')) >= 0) {
+      const line = pending.slice(0, nl).trim();
+      pending = pending.slice(nl + 1);
+      const m = /^down (\d+) (\d+)$/.exec(line);
+      if (!m || Number(m[1]) >= engines.length) {
+        if (line !== '') process.stderr.write(`emulator: unknown command ${JSON.stringify(line)}\n`);
+        continue;
+      }
+      const i = Number(m[1]);
+      engines[i].goDown(Number(m[2]), (state) => process.stdout.write(`engine ${i} ${state}\n`));
+    }
+  });
+  process.stdin.on('error', () => {});
   process.stdout.write('ready\n');
 }
 

@@ -61,7 +61,8 @@ function sendOne(agent, port, body, headers) {
 }
 
 // requests: [{prefixId, ids, text}]; o: port, concurrency, maxTokens,
-// promptForm ('text'|'tokens'), model. Resolves {records, wallMs}.
+// promptForm ('text'|'tokens'), model, onSend(i) called before request i
+// goes out. Resolves {records, wallMs, t0} (t0: hrtime of the start).
 async function runLoad(requests, o) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: o.concurrency });
   const records = new Array(requests.length);
@@ -79,7 +80,10 @@ async function runLoad(requests, o) {
         stream: true,
         stream_options: { include_usage: true },
       };
+      if (o.onSend) o.onSend(i);
+      const sentMs = Number(process.hrtime.bigint() - t0) / 1e6;
       const rec = await sendOne(agent, o.port, body, { 'x-kvbench-prefix': String(q.prefixId) });
+      rec.sentMs = sentMs;
       rec.prefixId = q.prefixId;
       rec.expectedPromptTokens = q.ids.length;
       records[i] = rec;
@@ -88,7 +92,7 @@ async function runLoad(requests, o) {
   await Promise.all(Array.from({ length: o.concurrency }, worker));
   const wallMs = Number(process.hrtime.bigint() - t0) / 1e6;
   agent.destroy();
-  return { records, wallMs };
+  return { records, wallMs, t0 };
 }
 
 module.exports = { runLoad, sendOne };

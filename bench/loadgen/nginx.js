@@ -14,7 +14,11 @@ function nginxConf(o) {
   // weights for every router, each one's cache size for kvroute
   const scale = o.engineScale || [];
   const weight = (i) => (scale.length ? ` weight=${Math.max(1, Math.round((scale[i] || 1) * 2))}` : '');
-  const servers = o.enginePorts.map((p, i) => `        server 127.0.0.1:${p}${weight(i)} max_fails=0;`).join('\n');
+  // a run where an engine goes down is configured as conf/ recommends: the
+  // failed server is taken out for a while, and requests cut in flight are
+  // retried on another (POST is not idempotent to nginx)
+  const fails = o.engineDown ? 'max_fails=1 fail_timeout=2s' : 'max_fails=0';
+  const servers = o.enginePorts.map((p, i) => `        server 127.0.0.1:${p}${weight(i)} ${fails};`).join('\n');
   const isKvroute = /kvroute/.test(JSON.stringify(typeof o.router.upstream === 'function'
     ? o.router.upstream({ enginePorts: o.enginePorts, eventsPorts: o.eventsPorts || [], port: o.port })
     : o.router.upstream || []));
@@ -70,6 +74,7 @@ ${servers}
             proxy_buffering off;
             proxy_request_buffering on;
             proxy_read_timeout 600s;
+${o.engineDown ? '            proxy_next_upstream error timeout non_idempotent;' : ''}
 ${ind(o.router.location, 12)}
         }
     }

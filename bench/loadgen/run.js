@@ -9,21 +9,34 @@ const { startNginx } = require('./nginx');
 const { singleTokenWords, buildWorkload, PREFIX_TOKENS, TAIL_TOKENS } = require('./workload');
 const { runLoad, sendOne } = require('./client');
 const http = require('node:http');
-const { summarise } = require('./stats');
+const { summarise, summarisePhases } = require('./stats');
 
 const EMULATOR = path.join(__dirname, '..', 'emulator', 'main.js');
 
 function startEmulator(args) {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [EMULATOR, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, [EMULATOR, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+    proc.stdin.on('error', () => {});
     let out = '';
+    // engine state changes the emulator reports ("engine I down|up"), timed
+    const changes = [];
+    let seen = 0;
     let err = '';
     proc.stderr.on('data', (d) => { err += d; });
     proc.stdout.on('data', (d) => {
       out += d;
-      if (out.includes('ready\n')) {
+      let nl;
+      while ((nl = out.indexOf('\n', seen)) >= 0) {
+        const m = /^engine (\d+) (\S+)/.exec(out.slice(seen, nl));
+        if (m) changes.push({ engine: Number(m[1]), state: m[2], at: process.hrtime.bigint() });
+        seen = nl + 1;
+      }
+      if (out.includes('ready\n') && !proc.readyReported) {
+        proc.readyReported = true;
         resolve({
           proc,
+          changes,
+          command: (line) => proc.stdin.write(line + '\n'),
           stderr: () => err,
           stop: () => new Promise((res) => {
             if (proc.exitCode !== null || proc.signalCode !== null) return res();
@@ -67,24 +80,41 @@ async function runPoint(o, words) {
     if (o.warmup) await warmup(ports, words, o);
     const eventsPorts = ports.map((_, i) => o.eventsBasePort + i);
     const ngx = await startNginx({ router, port: o.port, enginePorts: ports, eventsPorts, binary: o.nginx,
-      engineScale: o.engineScale, capacityBlocks: o.capacityBlocks,
+      engineScale: o.engineScale, capacityBlocks: o.capacityBlocks, engineDown: o.engineDown,
       workers: o.nginxWorkers });
     live.add(ngx);
     try {
       o.log(`running ${o.requests} requests, router ${o.router}, ${o.workers} workers, ` +
         `${o.prefixes} prefix types, concurrency ${o.concurrency}`);
-      const { records, wallMs } = await runLoad(wl.requests, {
+      // --engine-down: engine E goes away when the given share of the
+      // requests has been sent, for the given time
+      const down = o.engineDown;
+      const downAt = down ? Math.floor(down.at * wl.requests.length) : -1;
+      if (down && down.engine >= o.workers) throw new Error(`--engine-down: no engine ${down.engine}`);
+      const { records, wallMs, t0 } = await runLoad(wl.requests, {
         port: o.port, concurrency: o.concurrency, maxTokens: o.maxTokens,
-        promptForm: o.promptForm, model: 'Qwen/Qwen3-0.6B' });
+        promptForm: o.promptForm, model: 'Qwen/Qwen3-0.6B',
+        onSend: (i) => { if (i === downAt) emu.command(`down ${down.engine} ${down.ms}`); } });
+      const rel = (t) => Number(t - t0) / 1e6;
+      const downMs = emu.changes.filter((c) => c.state === 'down').map((c) => rel(c.at))[0];
+      const upMs = emu.changes.filter((c) => c.state === 'up').map((c) => rel(c.at))[0];
       if (process.env.KVBENCH_TRACE) {
         // one line a request, in send order: for looking into a policy
         require('node:fs').writeFileSync(process.env.KVBENCH_TRACE, records.map((r) =>
           JSON.stringify({ prefix: r.prefixId, engine: r.engine, cached: r.cachedTokens,
             ttft: r.ttftMs, total: r.totalMs })).join('\n') + '\n');
       }
-      return summarise(records, wallMs, {
+      const res = summarise(records, wallMs, {
         router: o.router, workers: o.workers, prefixes: o.prefixes, concurrency: o.concurrency,
         capacityTokens: o.capacityBlocks * o.blockSize, promptTokens: PREFIX_TOKENS + TAIL_TOKENS });
+      if (down) {
+        if (downMs === undefined || upMs === undefined) {
+          throw new Error(`--engine-down: the emulator reported ${JSON.stringify(emu.changes.map((c) => c.state))}`);
+        }
+        res.engine_down = { engine: down.engine, down_at_ms: Math.round(downMs), up_at_ms: Math.round(upMs),
+          phases: summarisePhases(records, downMs, upMs, `engine-${down.engine}`) };
+      }
+      return res;
     } finally {
       live.delete(ngx);
       await ngx.stop();

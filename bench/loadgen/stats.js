@@ -64,4 +64,32 @@ function summarise(records, wallMs, o) {
   };
 }
 
-module.exports = { percentile, upperBound, summarise };
+// A run where one engine went away (--engine-down): figures of the
+// requests sent before it went, while it was away, in the 10 s after it
+// came back, and after that; `to_engine` counts those the engine served.
+function summarisePhases(records, downMs, upMs, engine) {
+  const phases = [
+    ['before', (t) => t < downMs],
+    ['down', (t) => t >= downMs && t < upMs],
+    ['first_10s_back', (t) => t >= upMs && t < upMs + 10000],
+    ['later', (t) => t >= upMs + 10000],
+  ];
+  const out = {};
+  for (const [name, within] of phases) {
+    const rs = records.filter((r) => within(r.sentMs));
+    const ok = rs.filter((r) => r.ok);
+    const prompt = ok.reduce((a, r) => a + r.promptTokens, 0);
+    out[name] = {
+      requests: rs.length,
+      errors: rs.length - ok.length,
+      request_hit_rate: round(ok.length ? ok.filter((r) => r.cachedTokens > 0).length / ok.length : null, 4),
+      cached_token_ratio: round(prompt ? ok.reduce((a, r) => a + r.cachedTokens, 0) / prompt : null, 4),
+      ttft_p50_ms: round(percentile(ok.map((r) => r.ttftMs), 50), 1),
+      ttft_p99_ms: round(percentile(ok.map((r) => r.ttftMs), 99), 1),
+      to_engine: ok.filter((r) => r.engine === engine).length,
+    };
+  }
+  return out;
+}
+
+module.exports = { percentile, upperBound, summarise, summarisePhases };

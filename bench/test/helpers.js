@@ -19,11 +19,12 @@ async function startEmulator(args, engines) {
     const replayPort = base + 200;
     const all = ['--engines', String(n), '--base-port', String(basePort),
       '--events-base-port', String(eventsPort), '--replay-base-port', String(replayPort)].concat(args || []);
-    const proc = spawn(process.execPath, [MAIN, ...all], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, [MAIN, ...all], { stdio: ['pipe', 'pipe', 'pipe'] });
+    proc.stdin.on('error', () => {});
     let stderr = '';
+    let out = '';
     proc.stderr.on('data', (d) => { stderr += d; });
     const ok = await new Promise((resolve) => {
-      let out = '';
       proc.stdout.on('data', (d) => {
         out += d;
         if (out.includes('ready\n')) resolve(true);
@@ -36,7 +37,9 @@ async function startEmulator(args, engines) {
         proc.on('exit', (code) => resolve(code));
         proc.kill('SIGTERM');
       });
-      return { proc, basePort, eventsPort, replayPort, stop, stderr: () => stderr };
+      // command(line): one line to the emulator's stdin; stdout(): all it printed
+      return { proc, basePort, eventsPort, replayPort, stop, stderr: () => stderr,
+        stdout: () => out, command: (line) => proc.stdin.write(line + '\n') };
     }
     if (!/EADDRINUSE|Address already in use/.test(stderr)) {
       throw new Error('emulator did not start: ' + stderr);

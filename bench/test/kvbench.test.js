@@ -8,7 +8,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { execFile } = require('node:child_process');
 const { buildWorkload, singleTokenWords, rng } = require('../loadgen/workload');
-const { percentile, upperBound } = require('../loadgen/stats');
+const { percentile, upperBound, summarisePhases } = require('../loadgen/stats');
 const { routerTable } = require('../loadgen/routers');
 const { nginxConf } = require('../loadgen/nginx');
 const { TextTokenizer } = require('../emulator/tokenize');
@@ -102,6 +102,26 @@ test('router table: every router renders an upstream block', () => {
   const f = nginxConf({ dir: '/tmp/x', port: 9000, enginePorts: [9001, 9002], eventsPorts: [9101, 9102],
     router: { upstream: (c) => c.eventsPorts.map((p) => `# events ${p};`) } });
   assert.match(f, /# events 9101;\n\s+# events 9102;/);
+});
+
+test('engine down: phases split by send time, the engine counted; nginx told to retry', () => {
+  const rec = (sentMs, engine, cached, ok = true) => ({ sentMs, engine, ok, cachedTokens: cached,
+    promptTokens: 100, ttftMs: sentMs / 10 });
+  const records = [rec(0, 'engine-1', 50), rec(999, 'engine-2', 0, false), rec(1000, 'engine-0', 0),
+    rec(4999, 'engine-0', 20), rec(5000, 'engine-1', 100), rec(14999, 'engine-1', 0), rec(15000, 'engine-1', 30)];
+  const p = summarisePhases(records, 1000, 5000, 'engine-1');
+  assert.deepEqual(Object.keys(p), ['before', 'down', 'first_10s_back', 'later']);
+  assert.deepEqual([p.before.requests, p.before.errors, p.before.to_engine, p.before.request_hit_rate], [2, 1, 1, 1]);
+  assert.deepEqual([p.down.requests, p.down.request_hit_rate, p.down.cached_token_ratio, p.down.to_engine], [2, 0.5, 0.1, 0]);
+  assert.deepEqual([p.first_10s_back.requests, p.first_10s_back.to_engine, p.first_10s_back.request_hit_rate], [2, 2, 0.5]);
+  assert.deepEqual([p.later.requests, p.later.cached_token_ratio], [1, 0.3]);
+  const table = routerTable('/top', '/top/build');
+  const plain = nginxConf({ dir: '/tmp/x', router: table.round_robin, port: 9000, enginePorts: [9001] });
+  assert.match(plain, /server 127\.0\.0\.1:9001 max_fails=0;/);
+  assert.doesNotMatch(plain, /non_idempotent/);
+  const down = nginxConf({ dir: '/tmp/x', router: table.round_robin, port: 9000, enginePorts: [9001], engineDown: {} });
+  assert.match(down, /server 127\.0\.0\.1:9001 max_fails=1 fail_timeout=2s;/);
+  assert.match(down, /proxy_next_upstream error timeout non_idempotent;/);
 });
 
 function kvbench(args) {
