@@ -118,8 +118,9 @@ ngx_module_t  ngx_http_kvroute_module = {
  * kvroute [mode=approx|kv|round_robin|random] [zone=name[:size]]
  *         [events_port=[+]N [replay_port=[+]N] [events_ranks=K]
  *          [events_topic=T] [predict=blocks]]
- *         [block_size=16] [capacity=blocks] [policy=kvroute|dynamo]
+ *         [block_size=16] [capacity=blocks] [policy=kvroute|dynamo|cost]
  *         [overlap_weight=1.0] [balance_abs=N] [balance_rel=R] [spread=N]
+ *         [corun=tokens] [evict=W]
  *         [max_body=size] [text_chunk=bytes]
  *         [tokenizer=tokenizer.json [tokenizer_config=tokenizer_config.json]];
  */
@@ -256,7 +257,8 @@ ngx_http_kvroute(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             if (policy < 0) {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                    "invalid \"policy\" value \"%V\": "
-                                   "expected kvroute or dynamo", &value[i]);
+                                   "expected kvroute, dynamo or cost",
+                                   &value[i]);
                 return NGX_CONF_ERROR;
             }
 
@@ -296,6 +298,28 @@ ngx_http_kvroute(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             }
 
             kcf->policy.spread = number;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "corun=", 6) == 0) {
+            if (ngx_http_kvroute_param_double(cf, &value[i], 6, 0, 1e9,
+                                              &kcf->policy.corun)
+                != NGX_CONF_OK)
+            {
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "evict=", 6) == 0) {
+            if (ngx_http_kvroute_param_double(cf, &value[i], 6, 0, 1000,
+                                              &kcf->policy.evict)
+                != NGX_CONF_OK)
+            {
+                return NGX_CONF_ERROR;
+            }
+
             continue;
         }
 
@@ -839,6 +863,8 @@ ngx_http_kvroute_create_srv_conf(ngx_conf_t *cf)
     kcf->policy.balance_abs = 4;
     kcf->policy.balance_rel = 1.5;
     kcf->policy.spread = 1;
+    kcf->policy.corun = 4096;
+    kcf->policy.evict = 4;
     kcf->events_ranks = 1;
     kcf->predict = 1024;
 

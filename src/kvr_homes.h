@@ -25,6 +25,9 @@ typedef struct {
     uint32_t   routes[KVR_HOMES_MAX];  /* recent routes, halved as they age */
     uint32_t   routes_total;
     uint32_t   clock;
+    uint32_t   live;                   /* kvr_homes_live() as last counted */
+    uint64_t   live_at;                /* when, in the caller's clock; 0:
+                                          never */
 } kvr_homes_t;
 
 

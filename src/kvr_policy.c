@@ -15,6 +15,11 @@ static size_t kvr_policy_pick_kvroute(const kvr_policy_conf_t *conf,
 static size_t kvr_policy_pick_dynamo(const kvr_policy_conf_t *conf,
     const kvr_candidate_t *cand, size_t n, const kvr_demand_t *demand,
     kvr_pick_e *why);
+static size_t kvr_policy_pick_cost(const kvr_policy_conf_t *conf,
+    const kvr_candidate_t *cand, size_t n, const kvr_demand_t *demand,
+    kvr_pick_e *why);
+static int kvr_policy_no_room(const kvr_candidate_t *cand,
+    const kvr_demand_t *demand);
 static size_t kvr_policy_admit(const kvr_policy_conf_t *conf,
     const kvr_candidate_t *cand, size_t n, const kvr_demand_t *demand,
     size_t best, kvr_pick_e *why);
@@ -38,6 +43,10 @@ kvr_policy_pick(const kvr_policy_conf_t *conf, const kvr_candidate_t *cand,
 
     if (conf->policy == KVR_POLICY_DYNAMO) {
         return kvr_policy_pick_dynamo(conf, cand, n, demand, why);
+    }
+
+    if (conf->policy == KVR_POLICY_COST) {
+        return kvr_policy_pick_cost(conf, cand, n, demand, why);
     }
 
     best = kvr_policy_pick_kvroute(conf, cand, n, demand, why);
@@ -399,6 +408,108 @@ kvr_policy_pick_dynamo(const kvr_policy_conf_t *conf,
 }
 
 
+/*
+ * cost: what sending the request to a server costs all requests, in prompt
+ * tokens of prefill time, lower is better (README "Policy cost"):
+ *
+ *   cost = (corun * k + uncached * (1 + k) + pending) / weight
+ *          + evict * tokens * (1 + mean k)   if the server lacks the
+ *                                            prefix and has no room for it
+ *
+ * k: requests in flight there; each one more slows every step there
+ * (corun); this prompt's uncached part stalls the k running ones while it
+ * is prefilled and waits behind their uncached work (pending).  A miss on
+ * a server whose cache is full pushes another prefix out, which costs a
+ * miss of about one prompt later, when the fleet is as busy as now.
+ */
+
+static size_t
+kvr_policy_pick_cost(const kvr_policy_conf_t *conf,
+    const kvr_candidate_t *cand, size_t n, const kvr_demand_t *demand,
+    kvr_pick_e *why)
+{
+    size_t    i, best;
+    double    bs, mean, k, cached, uncached, cost, best_cost;
+    uint32_t  max_overlap;
+    uint64_t  tie, best_tie;
+
+    bs = conf->block_size ? conf->block_size : 16;
+    max_overlap = 0;
+    mean = 0;
+
+    for (i = 0; i < n; i++) {
+        if (cand[i].overlap > max_overlap) {
+            max_overlap = cand[i].overlap;
+        }
+
+        mean += cand[i].inflight;
+    }
+
+    mean /= n;
+
+    best = 0;
+    best_cost = 0;
+    best_tie = 0;
+
+    for (i = 0; i < n; i++) {
+        k = cand[i].inflight;
+        cached = cand[i].overlap * bs;
+        uncached = cached < demand->tokens ? demand->tokens - cached : 0;
+
+        cost = (conf->corun * k + uncached * (1 + k)
+                + (double) cand[i].inflight_prefill)
+               / (cand[i].weight ? cand[i].weight : 1);
+
+        if ((max_overlap == 0 || cand[i].overlap < max_overlap)
+            && kvr_policy_no_room(&cand[i], demand))
+        {
+            cost += conf->evict * demand->tokens * (1 + mean);
+        }
+
+        tie = kvr_policy_mix(cand[i].id_hash, demand->random);
+
+        if (i == 0 || cost < best_cost
+            || (cost == best_cost
+                && (cand[i].overlap > cand[best].overlap
+                    || (cand[i].overlap == cand[best].overlap
+                        && tie < best_tie))))
+        {
+            best = i;
+            best_cost = cost;
+            best_tie = tie;
+        }
+    }
+
+    if (max_overlap == 0) {
+        *why = KVR_PICK_HOME;
+
+    } else if (cand[best].overlap == max_overlap) {
+        *why = KVR_PICK_OVERLAP;
+
+    } else {
+        *why = KVR_PICK_LOAD;
+    }
+
+    return best;
+}
+
+
+/*
+ * whether one more prefix of this prompt's size would push another out of
+ * the server's cache; without a known capacity, assume it would
+ */
+
+static int
+kvr_policy_no_room(const kvr_candidate_t *cand, const kvr_demand_t *demand)
+{
+    if (cand->capacity == 0) {
+        return 1;
+    }
+
+    return ((uint64_t) cand->prefixes + 1) * demand->blocks > cand->capacity;
+}
+
+
 /* a 64-bit finaliser (splitmix64) of two values */
 
 static uint64_t
@@ -436,6 +547,10 @@ kvr_policy_from_name(const char *name, size_t len)
 
     if (len == 6 && memcmp(name, "dynamo", 6) == 0) {
         return KVR_POLICY_DYNAMO;
+    }
+
+    if (len == 4 && memcmp(name, "cost", 4) == 0) {
+        return KVR_POLICY_COST;
     }
 
     return -1;

@@ -15,7 +15,8 @@
 
 typedef enum {
     KVR_POLICY_KVROUTE = 0,     /* prefix affinity with bounded load */
-    KVR_POLICY_DYNAMO           /* NVIDIA Dynamo's classic cost */
+    KVR_POLICY_DYNAMO,          /* NVIDIA Dynamo's classic cost */
+    KVR_POLICY_COST             /* queueing against a miss and its eviction */
 } kvr_policy_e;
 
 
@@ -24,7 +25,7 @@ typedef enum {
     KVR_PICK_OVERLAP = 0,       /* it holds the longest cached prefix */
     KVR_PICK_HOME,              /* no server holds any: the prefix's home */
     KVR_PICK_LOAD,              /* load outweighed cached prefix */
-    KVR_PICK_COST               /* lowest cost (dynamo) */
+    KVR_PICK_COST               /* lowest cost (dynamo, cost) */
 } kvr_pick_e;
 
 
@@ -37,6 +38,10 @@ typedef struct {
     uint32_t       spread;          /* kvroute: copy a prefix to a server
                                        with room that is this many requests
                                        less busy; 0: never */
+    double         corun;           /* cost: one more request in flight on
+                                       a server, in prompt tokens */
+    double         evict;           /* cost: weight of the prefix a miss
+                                       pushes out of a full cache */
 } kvr_policy_conf_t;
 
 
@@ -72,7 +77,7 @@ size_t kvr_policy_pick(const kvr_policy_conf_t *conf,
 
 const char *kvr_pick_name(kvr_pick_e why);
 
-/* parses "kvroute" / "dynamo"; -1 when unknown */
+/* parses "kvroute" / "dynamo" / "cost"; -1 when unknown */
 int kvr_policy_from_name(const char *name, size_t len);
 
 

@@ -15,6 +15,7 @@
 
 /* probe every 16th block first: a cached prompt is a leading run */
 #define NGX_HTTP_KVROUTE_MATCH_STRIDE  16
+#define NGX_HTTP_KVROUTE_LIVE_MSEC  100
 
 
 typedef struct {
@@ -49,6 +50,9 @@ static void ngx_http_kvroute_prefixes(ngx_http_kvroute_srv_conf_t *kcf,
     kvr_index_t *index, int *slots, int *pred, uint32_t *overlap,
     ngx_uint_t n, uint64_t first_block, kvr_candidate_t *cand,
     uint32_t *share);
+static void ngx_http_kvroute_prefixes_cost(ngx_http_kvroute_srv_conf_t *kcf,
+    kvr_index_t *index, int *slots, int *pred, uint32_t *overlap,
+    ngx_uint_t n, kvr_candidate_t *cand);
 static int ngx_http_kvroute_held(void *data, uint64_t first_block);
 
 
@@ -450,6 +454,12 @@ ngx_http_kvroute_prefixes(ngx_http_kvroute_srv_conf_t *kcf,
         cand[i].prefixes = 0;
     }
 
+    if (kcf->policy.policy == KVR_POLICY_COST) {
+        ngx_http_kvroute_prefixes_cost(kcf, index, slots, pred, overlap, n,
+                                       cand);
+        return;
+    }
+
     if (kcf->policy.policy != KVR_POLICY_KVROUTE) {
         return;
     }
@@ -507,6 +517,56 @@ ngx_http_kvroute_prefixes(ngx_http_kvroute_srv_conf_t *kcf,
         cand[i].prefixes = kvr_homes_live(&kcf->zone->sh->homes[slots[i]],
                                           first_block, ngx_http_kvroute_held,
                                           &held);
+    }
+}
+
+
+/*
+ * policy=cost: how many prefixes live on each server that lacks this
+ * prompt's prefix, where a miss may evict.  Counting takes up to 32 index
+ * probes a server, so a count is reused for NGX_HTTP_KVROUTE_LIVE_MSEC:
+ * a cache's set of prefixes changes over many requests, not one.
+ */
+
+static void
+ngx_http_kvroute_prefixes_cost(ngx_http_kvroute_srv_conf_t *kcf,
+    kvr_index_t *index, int *slots, int *pred, uint32_t *overlap,
+    ngx_uint_t n, kvr_candidate_t *cand)
+{
+    uint32_t                 most;
+    ngx_uint_t               i;
+    kvr_homes_t             *homes;
+    ngx_http_kvroute_held_t  held;
+
+    most = 0;
+
+    for (i = 0; i < n; i++) {
+        most = ngx_max(most, overlap[i]);
+    }
+
+    held.index = index;
+
+    for (i = 0; i < n; i++) {
+        if (slots[i] < 0 || slots[i] >= NGX_HTTP_KVROUTE_MAX_PEERS
+            || (most && overlap[i] == most))
+        {
+            continue;
+        }
+
+        homes = &kcf->zone->sh->homes[slots[i]];
+
+        if (homes->live_at == 0
+            || ngx_current_msec - homes->live_at > NGX_HTTP_KVROUTE_LIVE_MSEC)
+        {
+            held.slot = slots[i];
+            held.pred = (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) ? pred[i] : -1;
+
+            homes->live = kvr_homes_live(homes, 0, ngx_http_kvroute_held,
+                                         &held);
+            homes->live_at = ngx_current_msec ? ngx_current_msec : 1;
+        }
+
+        cand[i].prefixes = homes->live;
     }
 }
 

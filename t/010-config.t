@@ -58,7 +58,7 @@ upstream llm { kvroute policy=fastest; server 127.0.0.1:8000; }
 --- config
 --- must_die
 --- error_log
-invalid "policy" value "policy=fastest": expected kvroute or dynamo
+invalid "policy" value "policy=fastest": expected kvroute, dynamo or cost
 
 
 
@@ -274,3 +274,27 @@ upstream llm { kvroute spread=some; server 127.0.0.1:8000; }
 --- must_die
 --- error_log
 invalid "spread" value "some": expected an integer from 0 to 1000000
+
+
+
+=== TEST 20: evict wants a non-negative weight
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm { kvroute policy=cost evict=-1; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log
+invalid "evict" value "-1"
+
+
+
+=== TEST 21: corun wants a number of tokens
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm { kvroute policy=cost corun=lots; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log
+invalid "corun" value "lots"

@@ -166,3 +166,42 @@ Content-Type: application/json
   qr/kvroute_capacity_blocks\{upstream="llm",server="127.0.0.1:\d+"\} 2\n/ ]
 --- no_error_log
 [error]
+
+
+
+=== TEST 6: policy=cost keeps each prefix where it is cached while loads
+are even, and says why
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm {
+    kvroute mode=approx policy=cost corun=4096 evict=4 capacity=4000
+            zone=kv_cost:1m;
+    server 127.0.0.1:$TEST_NGINX_B1;
+    server 127.0.0.1:$TEST_NGINX_B2;
+    server 127.0.0.1:$TEST_NGINX_B3;
+}
+server { listen 127.0.0.1:$TEST_NGINX_B1; location / { return 200 "b1\n"; } }
+server { listen 127.0.0.1:$TEST_NGINX_B2; location / { return 200 "b2\n"; } }
+server { listen 127.0.0.1:$TEST_NGINX_B3; location / { return 200 "b3\n"; } }
+--- config
+location /v1/ {
+    proxy_pass http://llm;
+    add_header X-Kvroute "$kvroute_reason $kvroute_overlap";
+}
+location = /kvroute_status { kvroute_status; }
+--- more_headers
+Content-Type: application/json
+--- request eval
+[ (map { ::chat_request($_, "q") } 1 .. 6),
+  (map { ::chat_request($_, "again") } 1 .. 6),
+  ::status_request() ]
+--- response_headers_like eval
+[ ("X-Kvroute: home 0") x 6,
+  ("X-Kvroute: overlap [1-9][0-9]*") x 6,
+  "" ]
+--- response_body_like eval
+[ (map { qr/^b[123]\n$/ } 1 .. 12),
+  qr/reason="overlap"\} 6\n.*reason="home"\} 6\n/s ]
+--- no_error_log
+[error]

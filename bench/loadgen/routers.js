@@ -38,6 +38,9 @@ function routerTable(top, build, opts = {}) {
     // its default policy, and NVIDIA Dynamo's default cost
     'kvroute-approx': kv('mode=approx'),
     'kvroute-dynamo': kv('mode=approx policy=dynamo'),
+    // the cost policy: queueing against a miss and its eviction
+    'kvroute-cost': kv('mode=approx policy=cost'),
+    'kvroute-kv-cost': kv(`${events} policy=cost`, ['--kv-events', 'zmq']),
     // kv mode: the index follows the emulated engines' KV events
     'kvroute-kv': kv(events, ['--kv-events', 'zmq']),
     'kvroute-kv-dynamo': kv(`${events} policy=dynamo`, ['--kv-events', 'zmq']),

@@ -12,11 +12,15 @@
 
 
 static kvr_policy_conf_t  conf_kvroute = {
-    KVR_POLICY_KVROUTE, 16, 1.0, 4, 1.5, 0
+    KVR_POLICY_KVROUTE, 16, 1.0, 4, 1.5, 0, 4096, 4
 };
 
 static kvr_policy_conf_t  conf_dynamo = {
-    KVR_POLICY_DYNAMO, 16, 1.0, 4, 1.5, 0
+    KVR_POLICY_DYNAMO, 16, 1.0, 4, 1.5, 0, 4096, 4
+};
+
+static kvr_policy_conf_t  conf_cost = {
+    KVR_POLICY_COST, 16, 1.0, 4, 1.5, 0, 4096, 4
 };
 
 
@@ -256,6 +260,72 @@ main(void)
     pick = kvr_policy_pick(&conf_dynamo, c, 2, &d, &why);
     tap_is(pick, 0, "dynamo: 170 beats 280");
 
+    /*
+     * cost (d: 1,600 tokens, 100 blocks): corun 4096 a request in flight,
+     * uncached x (1 + k), evict 4 x 1,600 x (1 + mean k) on a server that
+     * lacks the prefix and has no room
+     */
+    reset(c, 4);
+    c[2].overlap = 80;                          /* 320 tokens uncached */
+    pick = kvr_policy_pick(&conf_cost, c, 4, &d, &why);
+    tap_is(pick, 2, "cost: overlap wins at equal load");
+    tap_is(why, KVR_PICK_OVERLAP, "cost: reason overlap");
+
+    /* unknown capacity counts as full: 2 more in flight stay (9,152 vs
+       1,600 + 6,400 x 1.5 = 11,200) */
+    c[2].inflight = 2;
+    pick = kvr_policy_pick(&conf_cost, c, 4, &d, &why);
+    tap_is(pick, 2, "cost: 2 in flight keep the prefix");
+
+    /* 3 in flight: 12,288 + 1,280 = 13,568 against 1,600 + 6,400 x 1.75 */
+    c[2].inflight = 3;
+    pick = kvr_policy_pick(&conf_cost, c, 4, &d, &why);
+    tap_ok(pick != 2, "cost: 3 in flight outweigh a miss (picked %zu)", pick);
+    tap_is(why, KVR_PICK_LOAD, "cost: reason load");
+
+    /* a server with room takes it at 1 in flight: 1,600 < 4,736 */
+    c[2].inflight = 1;
+    c[0].capacity = 1000;
+    c[0].prefixes = 8;                          /* (8+1) x 100 <= 1000 */
+    pick = kvr_policy_pick(&conf_cost, c, 4, &d, &why);
+    tap_is(pick, 0, "cost: an idle server with room takes a busy prefix");
+
+    c[0].prefixes = 10;                         /* 1,100 > 1,000: full */
+    pick = kvr_policy_pick(&conf_cost, c, 4, &d, &why);
+    tap_is(pick, 2, "cost: ... but not when its cache is full");
+
+    /* pending prefill counts: 4,736 + 8,000 against 1,600 + 6,400 x 1.25 */
+    c[2].inflight_prefill = 8000;
+    pick = kvr_policy_pick(&conf_cost, c, 4, &d, &why);
+    tap_ok(pick != 2, "cost: queued prefill pushes it away (picked %zu)",
+           pick);
+
+    /* weight: a server of weight 2 costs half (13,568 / 2 = 6,784 against
+       1,600 + 6,400 x 2.5) */
+    reset(c, 2);
+    c[0].overlap = 80;
+    c[0].inflight = 3;                          /* 13,568 / 2 = 6,784 */
+    c[0].weight = 2;
+    c[1].inflight = 0;                          /* 1,600 + 6,400 x 2.5 */
+    pick = kvr_policy_pick(&conf_cost, c, 2, &d, &why);
+    tap_is(pick, 0, "cost: weight divides the queueing cost");
+
+    /* a new prefix: the busy server with room beats the idle full one */
+    reset(c, 2);
+    c[0].capacity = 500;
+    c[0].prefixes = 5;                          /* 600 > 500: no room */
+    c[1].capacity = 500;
+    c[1].prefixes = 1;
+    c[1].inflight = 1;                          /* 4,096 + 3,200 = 7,296 */
+    pick = kvr_policy_pick(&conf_cost, c, 2, &d, &why);
+    tap_is(pick, 1, "cost: a new prefix goes where it evicts nothing");
+    tap_is(why, KVR_PICK_HOME, "cost: reason home");
+
+    c[1].inflight = 3;                          /* 12,288 + 6,400 */
+    pick = kvr_policy_pick(&conf_cost, c, 2, &d, &why);
+    tap_is(pick, 0, "cost: ... unless it is far busier");
+
+    tap_is(kvr_policy_from_name("cost", 4), KVR_POLICY_COST, "name cost");
     tap_is(kvr_policy_from_name("dynamo", 6), KVR_POLICY_DYNAMO, "name");
     tap_is(kvr_policy_from_name("dyn", 3), -1, "bad name");
 

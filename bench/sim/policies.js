@@ -1,0 +1,151 @@
+'use strict';
+// Routing policies for the simulator, each a function (view, q) -> engine
+// index. They see what kvroute in kv mode would see: each engine's cached
+// overlap with the prompt and its requests in flight. `kvroute` and
+// `dynamo` restate, in a few lines, the decision rules of src/kvr_policy.c
+// (without kvroute's spreading of hot prefixes, which a uniform workload
+// does not trigger); the others are references.
+
+// a deterministic tie-break from two small integers
+function mix(a, b) {
+  let z = (Math.imul(a + 1, 0x9e3779b1) ^ Math.imul(b + 1, 0x85ebca77)) >>> 0;
+  z = Math.imul(z ^ (z >>> 15), 0x2c1b3c6d) >>> 0;
+  return (z ^ (z >>> 12)) >>> 0;
+}
+
+const roundRobin = () => (view) => view.picks % view.engines.length;
+
+// every prefix type pinned to one engine: the most hits a router can have
+// when prefixes do not fit twice, whatever the load
+const partition = () => (view, q) => q.prefixId % view.engines.length;
+
+// NVIDIA Dynamo's default cost: overlap_weight x prefill blocks + decode blocks
+const dynamo = (overlapWeight = 1) => (view, q) => {
+  const bs = view.blockSize;
+  const blocks = Math.ceil(q.ids.length / bs);
+  let best = 0;
+  let bestCost = Infinity;
+  let bestTie = 0;
+  for (const e of view.engines) {
+    const overlap = view.overlap(e, q);
+    const prefill = (e.inflightUncached + q.ids.length - overlap * bs) / bs;
+    const decode = e.inflightTokens / bs + (blocks - overlap);
+    const cost = overlapWeight * prefill + decode;
+    const tie = mix(e.index, view.picks);
+    if (cost < bestCost || (cost === bestCost && tie < bestTie)) {
+      best = e.index;
+      bestCost = cost;
+      bestTie = tie;
+    }
+  }
+  return best;
+};
+
+// kvroute's rule: the least loaded engine holding the longest prefix, or
+// for a prefix nobody holds the engine holding the fewest prefixes; kept
+// unless it is busier than the least loaded by more than balanceAbs
+// requests and by more than balanceRel times, then the least loaded
+// (longest overlap first) takes it
+const kvroute = (balanceAbs = 4, balanceRel = 1.5) => (view, q) => {
+  const es = view.engines;
+  const overlaps = es.map((e) => view.overlap(e, q));
+  const longest = Math.max(...overlaps);
+  const minLoad = Math.min(...es.map((e) => e.inflight));
+  let best = -1;
+  if (longest > 0) {
+    for (const e of es) {
+      if (overlaps[e.index] === longest && (best < 0 || e.inflight < es[best].inflight)) best = e.index;
+    }
+  } else {
+    let fewest = Infinity;
+    for (const e of es) {
+      const held = view.held(e);
+      if (held < fewest || (held === fewest && e.inflight < es[best].inflight)) {
+        fewest = held;
+        best = e.index;
+      }
+    }
+  }
+  const load = es[best].inflight;
+  if (load <= minLoad + balanceAbs || load <= minLoad * balanceRel) return best;
+  let least = -1;
+  for (const e of es) {
+    if (e.inflight === minLoad && (least < 0 || overlaps[e.index] > overlaps[least])) least = e.index;
+  }
+  return least;
+};
+
+// An estimate of what a choice costs everyone, in ms of request time,
+// with the emulator's timing as the model: the requests already running
+// there are slowed by one more decoding sequence while they overlap, this
+// one by theirs, the prefill stalls them all, and a miss on an engine
+// whose cache is full of other prefixes evicts one, which costs another
+// miss later (weighted by evictWeight).
+const cost = (evictWeight = 2, timing = {}) => (view, q) => {
+  const decodeMs = (timing.decodeUsPerSeq || 10000) / 1000;
+  const prefillMs = (timing.prefillUsPerToken || 38) / 1000;
+  const es = view.engines;
+  const meanLoad = es.reduce((a, e) => a + e.inflight, 0) / es.length;
+  const prefixBlocks = Math.floor(2032 / view.blockSize);
+  const blocks = Math.ceil(q.ids.length / view.blockSize);
+  let best = 0;
+  let bestCost = Infinity;
+  for (const e of es) {
+    const overlap = view.overlap(e, q);
+    const uncached = q.ids.length - overlap * view.blockSize;
+    const k = e.inflight;
+    const overlapSteps = Math.min(view.maxTokens, view.maxTokens / 2);
+    let c = 2 * k * overlapSteps * decodeMs + prefillMs * (uncached * (1 + k) + e.inflightUncached);
+    if (overlap < prefixBlocks && (view.held(e) + 1) * blocks > view.capacity) {
+      c += evictWeight * prefillMs * prefixBlocks * view.blockSize * (1 + meanLoad);
+    }
+    if (c < bestCost) {
+      bestCost = c;
+      best = e.index;
+    }
+  }
+  return best;
+};
+
+module.exports = { roundRobin, partition, dynamo, kvroute, cost };
+
+// The cost policy as src/kvr_policy.c computes it (policy=cost), in
+// prompt tokens of prefill: a server's cost is corun tokens for each
+// request in flight there, plus the prefill this request and those in
+// flight still need, each request in flight waiting on this one's
+// prefill; a server that lacks the prefix and whose cache is full of
+// other prefixes also pays evict x the prompt, scaled by the fleet's
+// mean load, for the prefix it will push out.
+const costTokens = (corun = 4096, evict = 4, admit = 0, dedup = 0) => (view, q) => {
+  const es = view.engines;
+  const bs = view.blockSize;
+  const blocks = Math.floor(q.ids.length / bs);
+  const overlaps = es.map((e) => view.overlap(e, q));
+  const longest = Math.max(...overlaps);
+  const meanLoad = es.reduce((a, e) => a + e.inflight, 0) / es.length;
+  let best = 0;
+  let bestCost = Infinity;
+  for (const e of es) {
+    const k = e.inflight;
+    const uncached = Math.max(0, q.ids.length - overlaps[e.index] * bs);
+    let c = corun * k + uncached * (1 + k) + e.inflightUncached;
+    if ((longest === 0 || overlaps[e.index] < longest) && (view.held(e) + 1) * blocks > view.capacity) {
+      c += evict * q.ids.length * (1 + meanLoad);
+    }
+    if (admit > 0 && k > 0) {
+      // blocks the requests in flight hold (their prompts, counted apart,
+      // or their uncached parts plus this prefix once) and this one's
+      const held = dedup ? (e.inflightUncached + overlaps[e.index] * bs) : e.inflightTokens;
+      const use = Math.ceil((held + k * view.maxTokens) / bs);
+      const need = Math.ceil((uncached + view.maxTokens) / bs);
+      if (use + need > view.capacity) c += admit * q.ids.length;
+    }
+    if (c < bestCost) {
+      bestCost = c;
+      best = e.index;
+    }
+  }
+  return best;
+};
+
+module.exports.costTokens = costTokens;
