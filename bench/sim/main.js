@@ -5,7 +5,9 @@
 //       [--requests 720] [--seeds 1,2,3] [--measure-from 96]
 //       [--gpu-pairs] [--share 1] [--base-us N] [--prefill-us-per-token N]
 //       [--decode-us-per-seq N] POLICY...
-// POLICY: round_robin, partition, dynamo[:W], kvroute[:ABS:REL], cost[:CORUN:EVICT]
+// POLICY: round_robin, partition, dynamo[:W], kvroute[:ABS:REL],
+// cost[:CORUN:EVICT]; kvroute+admit and cost+admit add src/kvr_policy.c's
+// admission check
 // One JSON line a policy: the mean of each figure over the seeds.
 
 require('./clock');   // before the emulator's modules use any timer
@@ -23,6 +25,8 @@ function policyOf(spec, timing) {
     case 'kvroute': return P.kvroute(...n);
     case 'cost': return P.costTokens(...n);
     case 'cost_ms': return P.cost(n[0], timing);
+    case 'cost+admit': return P.admitted(P.costTokens(...n));
+    case 'kvroute+admit': return P.admitted(P.kvroute(...n));
     default: throw new Error(`unknown policy ${name}`);
   }
 }

@@ -149,3 +149,27 @@ const costTokens = (corun = 4096, evict = 4, admit = 0, dedup = 0) => (view, q) 
 };
 
 module.exports.costTokens = costTokens;
+
+// src/kvr_policy.c's admission check after another policy's choice: a
+// server whose in-flight uncached work plus this prompt exceeds its
+// capacity passes the request to one that can start it now (longest
+// overlap, then least loaded)
+const admitted = (inner) => (view, q) => {
+  const bs = view.blockSize;
+  const full = (e) => {
+    if (e.inflight === 0) return false;
+    const overlap = view.overlap(e, q);
+    const cached = Math.min(overlap * bs, q.ids.length);
+    return Math.ceil((e.inflightUncached + q.ids.length - cached) / bs) + overlap > view.capacity;
+  };
+  const best = inner(view, q);
+  if (!full(view.engines[best])) return best;
+  let alt = -1;
+  for (const e of view.engines) {
+    if (e.index === best || full(e)) continue;
+    if (alt < 0 || view.overlap(e, q) > view.overlap(view.engines[alt], q)
+        || (view.overlap(e, q) === view.overlap(view.engines[alt], q) && e.inflight < view.engines[alt].inflight)) alt = e.index;
+  }
+  return alt < 0 ? best : alt;
+};
+module.exports.admitted = admitted;
