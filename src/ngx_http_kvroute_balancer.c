@@ -329,6 +329,12 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
     if (slots[chosen] >= 0 && slots[chosen] < NGX_HTTP_KVROUTE_MAX_PEERS) {
         kvr_homes_touch(&kcf->zone->sh->homes[slots[chosen]],
                         ctx->first_block);
+
+        /* a prefix new there counts before the next recount */
+
+        if (kcf->policy.policy == KVR_POLICY_COST && overlap[chosen] == 0) {
+            kcf->zone->sh->homes[slots[chosen]].live++;
+        }
     }
 
     ngx_http_kvroute_unlock(kcf->zone);
