@@ -852,12 +852,12 @@ ngx_http_kvroute_create_srv_conf(ngx_conf_t *cf)
      *     kcf->capacity = 0;
      *     kcf->upstream = NULL;
      *     kcf->slots = NULL;
-     *     kcf->policy.policy = KVR_POLICY_KVROUTE;
      */
 
     kcf->block_size = 16;
     kcf->max_body = 1024 * 1024;
     kcf->chunk_bytes = 64;
+    kcf->policy.policy = KVR_POLICY_COST;
     kcf->policy.block_size = 16;
     kcf->policy.overlap_weight = 1.0;
     kcf->policy.balance_abs = 4;

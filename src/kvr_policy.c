@@ -20,6 +20,8 @@ static size_t kvr_policy_pick_cost(const kvr_policy_conf_t *conf,
     kvr_pick_e *why);
 static int kvr_policy_no_room(const kvr_candidate_t *cand,
     const kvr_demand_t *demand);
+static int kvr_policy_fewer(const kvr_candidate_t *a,
+    const kvr_candidate_t *b, uint64_t tie_a, uint64_t tie_b);
 static size_t kvr_policy_admit(const kvr_policy_conf_t *conf,
     const kvr_candidate_t *cand, size_t n, const kvr_demand_t *demand,
     size_t best, kvr_pick_e *why);
@@ -468,11 +470,17 @@ kvr_policy_pick_cost(const kvr_policy_conf_t *conf,
 
         tie = kvr_policy_mix(cand[i].id_hash, demand->random);
 
+        /*
+         * equal costs (an idle fleet): the longer overlap, then the fewer
+         * prefixes per unit of weight, so new prefixes partition evenly
+         */
+
         if (i == 0 || cost < best_cost
             || (cost == best_cost
                 && (cand[i].overlap > cand[best].overlap
                     || (cand[i].overlap == cand[best].overlap
-                        && tie < best_tie))))
+                        && kvr_policy_fewer(&cand[i], &cand[best], tie,
+                                            best_tie)))))
         {
             best = i;
             best_cost = cost;
@@ -507,6 +515,27 @@ kvr_policy_no_room(const kvr_candidate_t *cand, const kvr_demand_t *demand)
     }
 
     return ((uint64_t) cand->prefixes + 1) * demand->blocks > cand->capacity;
+}
+
+
+/* whether a holds fewer prefixes per unit of weight than b, ties by hash */
+
+static int
+kvr_policy_fewer(const kvr_candidate_t *a, const kvr_candidate_t *b,
+    uint64_t tie_a, uint64_t tie_b)
+{
+    uint64_t  pa, pb;
+
+    /* cross-multiplied: p_a / w_a < p_b / w_b */
+
+    pa = (uint64_t) a->prefixes * (b->weight ? b->weight : 1);
+    pb = (uint64_t) b->prefixes * (a->weight ? a->weight : 1);
+
+    if (pa != pb) {
+        return pa < pb;
+    }
+
+    return tie_a < tie_b;
 }
 
 

@@ -35,12 +35,14 @@ function routerTable(top, build, opts = {}) {
     random: { upstream: ['random;'] },
     hash: { upstream: ['hash $kvbench_prefix consistent;'] },
     // kvroute, approximate mode (predicts from its own routing decisions):
-    // its default policy, and NVIDIA Dynamo's default cost
+    // its default policy (cost), its rule-based policy (policy=kvroute,
+    // the default before 2026-11-30 evening), and NVIDIA Dynamo's default cost
     'kvroute-approx': kv('mode=approx'),
+    'kvroute-rules': kv('mode=approx policy=kvroute'),
     'kvroute-dynamo': kv('mode=approx policy=dynamo'),
-    // the cost policy: queueing against a miss and its eviction
     'kvroute-cost': kv('mode=approx policy=cost'),
     'kvroute-kv-cost': kv(`${events} policy=cost`, ['--kv-events', 'zmq']),
+    'kvroute-kv-rules': kv(`${events} policy=kvroute`, ['--kv-events', 'zmq']),
     // kv mode: the index follows the emulated engines' KV events
     'kvroute-kv': kv(events, ['--kv-events', 'zmq']),
     'kvroute-kv-dynamo': kv(`${events} policy=dynamo`, ['--kv-events', 'zmq']),
