@@ -11,6 +11,7 @@ const { KvCache, noneHash, extendBlockHashes } = require('../emulator/kv_cache')
 const { Scheduler, Request } = require('../emulator/scheduler');
 const { rng, PREFIX_TOKENS, TAIL_TOKENS } = require('../loadgen/workload');
 const { Gpu, runStepsOn } = require('./gpu');
+const { percentile } = require('../loadgen/stats');
 
 const BS = 16;
 
@@ -103,14 +104,10 @@ function simulate(o, policy) {
   return summary(records, o.measureFrom || 0, o);
 }
 
-function nearestRank(sorted, q) {
-  return sorted[Math.max(1, Math.ceil((q / 100) * sorted.length)) - 1];
-}
-
 function summary(records, from, o) {
   const rs = records.slice(from);
   const prompt = PREFIX_TOKENS + TAIL_TOKENS;
-  const ttfts = rs.map((x) => x.ttft).sort((a, b) => a - b);
+  const ttfts = rs.map((x) => x.ttft);
   const start = rs.length ? Math.min(...rs.map((x) => x.sent)) : 0;
   const end = rs.length ? Math.max(...rs.map((x) => x.end)) : 0;
   const perPrefix = new Map();
@@ -128,8 +125,8 @@ function summary(records, from, o) {
     requests: rs.length,
     request_hit_rate: round(rs.filter((x) => x.cached > 0).length / rs.length, 4),
     cached_token_ratio: round(rs.reduce((a, x) => a + x.cached, 0) / (rs.length * prompt), 4),
-    ttft_p50_ms: round(nearestRank(ttfts, 50), 1),
-    ttft_p99_ms: round(nearestRank(ttfts, 99), 1),
+    ttft_p50_ms: round(percentile(ttfts, 50), 1),
+    ttft_p99_ms: round(percentile(ttfts, 99), 1),
     requests_per_s: round(rs.length / ((end - start) / 1000), 2),
     engines_per_prefix: round(spread / perPrefix.size, 2),
   };
