@@ -104,3 +104,23 @@ kvr_homes_live(const kvr_homes_t *homes, uint64_t except,
 
     return live;
 }
+
+
+size_t
+kvr_homes_live_recent(kvr_homes_t *homes, uint64_t now, uint64_t max_age,
+    int (*held)(void *data, uint64_t first_block), void *data)
+{
+    if (homes->live_at == 0 || now - homes->live_at > max_age) {
+        homes->live = kvr_homes_live(homes, 0, held, data);
+        homes->live_at = now ? now : 1;
+    }
+
+    return homes->live;
+}
+
+
+void
+kvr_homes_placed(kvr_homes_t *homes)
+{
+    homes->live++;
+}

@@ -25,9 +25,8 @@ typedef struct {
     uint32_t   routes[KVR_HOMES_MAX];  /* recent routes, halved as they age */
     uint32_t   routes_total;
     uint32_t   clock;
-    uint32_t   live;                   /* kvr_homes_live() as last counted */
-    uint64_t   live_at;                /* when, in the caller's clock; 0:
-                                          never */
+    uint32_t   live;                   /* kvr_homes_live_recent()'s count */
+    uint64_t   live_at;                /* when it was counted; 0: never */
 } kvr_homes_t;
 
 
@@ -44,6 +43,17 @@ uint32_t kvr_homes_routes(const kvr_homes_t *homes, uint64_t first_block,
  */
 size_t kvr_homes_live(const kvr_homes_t *homes, uint64_t except,
     int (*held)(void *data, uint64_t first_block), void *data);
+
+
+/*
+ * kvr_homes_live() of all the server's recent prefixes, counted again only
+ * when the last count is older than max_age (now and max_age in any one
+ * clock); kvr_homes_placed() adds a prefix placed there in between.
+ */
+size_t kvr_homes_live_recent(kvr_homes_t *homes, uint64_t now,
+    uint64_t max_age, int (*held)(void *data, uint64_t first_block),
+    void *data);
+void kvr_homes_placed(kvr_homes_t *homes);
 
 
 #endif /* _KVR_HOMES_H_INCLUDED_ */

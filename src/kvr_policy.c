@@ -293,8 +293,7 @@ kvr_policy_pick_kvroute(const kvr_policy_conf_t *conf,
                 || load + conf->spread > best_load
                 || cand[i].capacity == 0
                 || (cand[i].overlap < max_overlap
-                    && ((uint64_t) cand[i].prefixes + 1) * demand->blocks
-                       > cand[i].capacity))
+                    && kvr_policy_no_room(&cand[i], demand)))
             {
                 continue;
             }

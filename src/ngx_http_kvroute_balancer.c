@@ -333,7 +333,7 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
         /* a prefix new there counts before the next recount */
 
         if (kcf->policy.policy == KVR_POLICY_COST && overlap[chosen] == 0) {
-            kcf->zone->sh->homes[slots[chosen]].live++;
+            kvr_homes_placed(&kcf->zone->sh->homes[slots[chosen]]);
         }
     }
 
@@ -541,7 +541,6 @@ ngx_http_kvroute_prefixes_cost(ngx_http_kvroute_srv_conf_t *kcf,
 {
     uint32_t                 most;
     ngx_uint_t               i;
-    kvr_homes_t             *homes;
     ngx_http_kvroute_held_t  held;
 
     most = 0;
@@ -559,20 +558,13 @@ ngx_http_kvroute_prefixes_cost(ngx_http_kvroute_srv_conf_t *kcf,
             continue;
         }
 
-        homes = &kcf->zone->sh->homes[slots[i]];
+        held.slot = slots[i];
+        held.pred = (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) ? pred[i] : -1;
 
-        if (homes->live_at == 0
-            || ngx_current_msec - homes->live_at > NGX_HTTP_KVROUTE_LIVE_MSEC)
-        {
-            held.slot = slots[i];
-            held.pred = (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) ? pred[i] : -1;
-
-            homes->live = kvr_homes_live(homes, 0, ngx_http_kvroute_held,
-                                         &held);
-            homes->live_at = ngx_current_msec ? ngx_current_msec : 1;
-        }
-
-        cand[i].prefixes = homes->live;
+        cand[i].prefixes = kvr_homes_live_recent(
+                               &kcf->zone->sh->homes[slots[i]],
+                               ngx_current_msec, NGX_HTTP_KVROUTE_LIVE_MSEC,
+                               ngx_http_kvroute_held, &held);
     }
 }
 

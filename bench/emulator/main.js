@@ -71,6 +71,8 @@ async function main() {
   let pending = '';
   process.stdin.on('data', (d) => {
     pending += d;
+    // commands are short: a line that never ends is dropped, not buffered
+    if (pending.length > 4096 && pending.indexOf('\n') < 0) pending = '';
     let nl;
     while ((nl = pending.indexOf('\n')) >= 0) {
       const line = pending.slice(0, nl).trim();

@@ -96,5 +96,30 @@ main(void)
     tap_is(kvr_homes_live(&h, 7, held_small, cached), 1,
            "key 0 is kept (as 1) and counted once");
 
+    /* a count is reused until it is older than max_age, placements add */
+    memset(&h, 0, sizeof(h));
+    memset(cached, 0, sizeof(cached));
+    kvr_homes_touch(&h, 2);
+    cached[2] = 1;
+    tap_is(kvr_homes_live_recent(&h, 1000, 100, held_small, cached), 1,
+           "first count");
+    kvr_homes_touch(&h, 3);
+    cached[3] = 1;
+    tap_is(kvr_homes_live_recent(&h, 1100, 100, held_small, cached), 1,
+           "reused within max_age");
+    kvr_homes_placed(&h);
+    tap_is(kvr_homes_live_recent(&h, 1050, 100, held_small, cached), 2,
+           "a placement counts before the recount");
+    cached[2] = 0;
+    tap_is(kvr_homes_live_recent(&h, 1101, 100, held_small, cached), 1,
+           "counted again after max_age");
+    memset(&h, 0, sizeof(h));
+    kvr_homes_touch(&h, 3);
+    tap_is(kvr_homes_live_recent(&h, 0, 100, held_small, cached), 1,
+           "a count at time 0 is kept as counted");
+    cached[3] = 0;
+    tap_is(kvr_homes_live_recent(&h, 50, 100, held_small, cached), 1,
+           "... and reused");
+
     return tap_done();
 }
