@@ -11,7 +11,7 @@ const { KvCache, noneHash, extendBlockHashes } = require('../emulator/kv_cache')
 const { Scheduler, Request } = require('../emulator/scheduler');
 const { rng, PREFIX_TOKENS, TAIL_TOKENS } = require('../loadgen/workload');
 const { Gpu, runStepsOn } = require('./gpu');
-const { percentile } = require('../loadgen/stats');
+const { summarise } = require('../loadgen/stats');
 
 const BS = 16;
 
@@ -104,32 +104,23 @@ function simulate(o, policy) {
   return summary(records, o.measureFrom || 0, o);
 }
 
+// kvbench's own summary (loadgen/stats.js) of the counted requests, the
+// window from the first one sent to the last one finished as wall time
 function summary(records, from, o) {
   const rs = records.slice(from);
   const prompt = PREFIX_TOKENS + TAIL_TOKENS;
-  const ttfts = rs.map((x) => x.ttft);
   const start = rs.length ? Math.min(...rs.map((x) => x.sent)) : 0;
   const end = rs.length ? Math.max(...rs.map((x) => x.end)) : 0;
-  const perPrefix = new Map();
-  for (const x of rs) {
-    if (!perPrefix.has(x.prefixId)) perPrefix.set(x.prefixId, new Set());
-    perPrefix.get(x.prefixId).add(x.engine);
+  const s = summarise(rs.map((x) => ({ ok: true, prefixId: x.prefixId, engine: x.engine,
+    cachedTokens: x.cached, promptTokens: prompt, expectedPromptTokens: prompt, ttftMs: x.ttft })),
+  end - start, { workers: o.workers, prefixes: o.prefixes, concurrency: o.concurrency,
+    capacityTokens: (o.capacityBlocks || 585) * BS, promptTokens: prompt });
+  const out = {};
+  for (const k of ['workers', 'prefixes', 'concurrency', 'requests', 'request_hit_rate',
+    'cached_token_ratio', 'ttft_p50_ms', 'ttft_p99_ms', 'requests_per_s', 'engines_per_prefix']) {
+    out[k] = s[k];
   }
-  let spread = 0;
-  for (const s of perPrefix.values()) spread += s.size;
-  const round = (x, d) => Math.round(x * 10 ** d) / 10 ** d;
-  return {
-    workers: o.workers,
-    prefixes: o.prefixes,
-    concurrency: o.concurrency,
-    requests: rs.length,
-    request_hit_rate: round(rs.filter((x) => x.cached > 0).length / rs.length, 4),
-    cached_token_ratio: round(rs.reduce((a, x) => a + x.cached, 0) / (rs.length * prompt), 4),
-    ttft_p50_ms: round(percentile(ttfts, 50), 1),
-    ttft_p99_ms: round(percentile(ttfts, 99), 1),
-    requests_per_s: round(rs.length / ((end - start) / 1000), 2),
-    engines_per_prefix: round(spread / perPrefix.size, 2),
-  };
+  return out;
 }
 
 module.exports = { simulate };
