@@ -44,6 +44,7 @@ class Engine {
     });
     this.scheduler = new Scheduler(this.cache, {
       timing: this.o.timing,
+      gpu: this.o.gpu,
       hashRoot: noneHash(this.o.hashSeed || 0),
       outputTokenId: (i) => this.filler.ids[i % this.filler.ids.length],
       onScheduled: () => { if (this.publisher) this.publisher.flush(); },
@@ -127,11 +128,25 @@ class Engine {
       },
     });
     req.arrival = Date.now();
-    this.scheduler.submit(req);
+    // the serving frontend's own time before the engine sees the request
+    // (tokenizing, routing, forwarding): a fit parameter, see BENCHMARKS §3
+    const delayMs = (this.o.frontendUs || 0) / 1000 / this.o.timing.timeScale;
+    if (delayMs > 0) {
+      const sched = this.scheduler;
+      setTimeout(() => {
+        if (req.state === 'new' && !sched.stopped) sched.submit(req);
+      }, delayMs);
+    } else {
+      this.scheduler.submit(req);
+    }
     return req;
   }
 
   abort(req) {
+    if (req.state === 'new') {
+      req.state = 'aborted';
+      return;
+    }
     this.scheduler.abort(req);
   }
 

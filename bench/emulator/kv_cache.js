@@ -84,6 +84,13 @@ function hashBlock(parent, tokens, start, end) {
   return crypto.createHash('sha256').update(parent).update(buf).digest();
 }
 
+// The cache map's key of a digest, computed once per digest (lookups
+// repeat for every request and every engine a router asks about).
+function hashKeyOf(h) {
+  if (h.kvKey === undefined) h.kvKey = h.toString('hex');
+  return h.kvKey;
+}
+
 // Extends `hashes` (array of digests of full blocks) to cover every full
 // block of tokens[0..numTokens).
 function extendBlockHashes(hashes, tokens, numTokens, blockSize, root) {
@@ -132,7 +139,7 @@ class KvCache {
     const maxBlocks = Math.floor((promptLen - 1) / this.blockSize);
     const hit = [];
     for (let i = 0; i < blockHashes.length && i < maxBlocks; i++) {
-      const list = this.cached.get(blockHashes[i].toString('hex'));
+      const list = this.cached.get(hashKeyOf(blockHashes[i]));
       if (!list) break;
       hit.push(list[0]);
     }
@@ -196,7 +203,7 @@ class KvCache {
       const b = reqBlocks[i];
       if (b.hash) continue;  // already cached (a hit block)
       b.hash = hashes[i];
-      b.hashKey = b.hash.toString('hex');
+      b.hashKey = hashKeyOf(b.hash);
       const list = this.cached.get(b.hashKey);
       if (list) list.push(b); else this.cached.set(b.hashKey, [b]);
       stored.push(i);
@@ -240,4 +247,4 @@ class KvCache {
   }
 }
 
-module.exports = { KvCache, FreeQueue, Block, hashBlock, extendBlockHashes, noneHash };
+module.exports = { hashKeyOf, KvCache, FreeQueue, Block, hashBlock, extendBlockHashes, noneHash };

@@ -1,11 +1,85 @@
 #!/usr/bin/env node
 'use strict';
-// Engine emulator: N independent vLLM-like engines in one process.
+// Engine emulator: N vLLM-like engines, in one process or, with
+// --processes P, in P child processes, each running the engines of whole
+// GPUs (engines on one GPU must share its simulation). One Node event loop
+// serving every engine falls behind at high load and time scales; the
+// step lateness each engine reports (/metrics) says whether it did.
 // Prints "ready" on stdout once every engine listens; exits on SIGTERM/SIGINT.
 
 const { parseOptions, USAGE } = require('./options');
 const { TextTokenizer } = require('./tokenize');
 const { Engine, makeFiller } = require('./engine');
+const { Gpu } = require('./gpu');
+const { realClock } = require('./model_clock');
+const { spawn } = require('node:child_process');
+
+// The parent of --processes P: GPU g's engines go to child g mod P; stdin
+// commands go to the child that runs the engine, children's reports and
+// errors pass through, "ready" once every child is.
+async function runChildren(o, argv) {
+  const sets = Array.from({ length: o.processes }, () => []);
+  for (let i = 0; i < o.engines; i++) sets[o.gpuOf[i] % o.processes].push(i);
+  const children = [];
+  const owner = new Map();
+  let ready = 0;
+  const live = sets.filter((s) => s.length > 0);
+  for (const set of live) {
+    const child = spawn(process.execPath, [__filename, ...argv, '--processes', '1',
+      '--engine-set', set.join(',')], { stdio: ['pipe', 'pipe', 'inherit'] });
+    for (const i of set) owner.set(i, child);
+    let buf = '';
+    child.stdout.on('data', (d) => {
+      buf += d;
+      let nl;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        if (line === 'ready') {
+          if (++ready === live.length) process.stdout.write('ready\n');
+        } else {
+          process.stdout.write(line + '\n');
+        }
+      }
+    });
+    child.stdin.on('error', () => {});
+    child.on('exit', (code) => {
+      if (!stopping) {
+        process.stderr.write(`emulator: a child exited (${code})\n`);
+        stop(1);
+      }
+    });
+    children.push(child);
+  }
+  let stopping = false;
+  const stop = (code) => {
+    if (stopping) return;
+    stopping = true;
+    let left = children.length;
+    const done = () => { if (--left <= 0) process.exit(code); };
+    for (const c of children) {
+      if (c.exitCode !== null || c.signalCode !== null) done();
+      else { c.once('exit', done); c.kill('SIGTERM'); }
+    }
+  };
+  process.on('SIGTERM', () => stop(0));
+  process.on('SIGINT', () => stop(0));
+  let pending = '';
+  process.stdin.on('data', (d) => {
+    pending += d;
+    if (pending.length > 4096 && pending.indexOf('\n') < 0) pending = '';
+    let nl;
+    while ((nl = pending.indexOf('\n')) >= 0) {
+      const line = pending.slice(0, nl).trim();
+      pending = pending.slice(nl + 1);
+      const m = /^down (\d+) \d+$/.exec(line);
+      const child = m ? owner.get(Number(m[1])) : null;
+      if (child) child.stdin.write(line + '\n');
+      else if (line !== '') process.stderr.write(`emulator: unknown command ${JSON.stringify(line)}\n`);
+    }
+  });
+  process.stdin.on('error', () => {});
+}
 
 async function main() {
   let o;
@@ -19,13 +93,24 @@ async function main() {
     process.stdout.write(USAGE + '\n');
     return;
   }
+  if (o.processes > 1) return runChildren(o, process.argv.slice(2));
   const tokenizer = new TextTokenizer({ tokenizerPath: o.tokenizer, chatTemplatePath: o.chatTemplate });
   const filler = await makeFiller(tokenizer);
+  const clock = realClock(o.timing.timeScale);
+  const gpus = new Map();
+  const gpuOf = (i) => {
+    const g = o.gpuOf[i];
+    if (!gpus.has(g)) gpus.set(g, new Gpu(clock, { speed: o.gpus.length ? o.gpus[g] : 1, share: o.share }));
+    return gpus.get(g);
+  };
   const engines = [];
+  const byIndex = new Map();
   for (let i = 0; i < o.engines; i++) {
+    if (o.engineSet && !o.engineSet.includes(i)) continue;
     const scale = o.engineScale[i] || 1;
     const timing = Object.assign({}, o.timing, {
       baseUs: o.timing.baseUs / scale,
+      gpuStepUs: o.timing.gpuStepUs / scale,
       prefillUsPerToken: o.timing.prefillUsPerToken / scale,
       decodeUsPerSeq: o.timing.decodeUsPerSeq / scale,
     });
@@ -38,6 +123,8 @@ async function main() {
       blockSize: o.blockSize,
       capacityBlocks: Math.max(1, Math.round(o.capacityBlocks * scale)),
       timing,
+      gpu: gpuOf(i),
+      frontendUs: o.frontendUs,
       kvEvents: o.kvEvents,
       eventsHost: o.eventsHost,
       eventsPort: o.eventsBasePort + i,
@@ -48,6 +135,7 @@ async function main() {
       flavour: o.flavour,
       hashSeed: o.hashSeed,
     }, tokenizer, filler));
+    byIndex.set(i, engines[engines.length - 1]);
   }
   let stopping = false;
   const stop = async (sig) => {
@@ -78,12 +166,12 @@ async function main() {
       const line = pending.slice(0, nl).trim();
       pending = pending.slice(nl + 1);
       const m = /^down (\d+) (\d+)$/.exec(line);
-      if (!m || Number(m[1]) >= engines.length) {
+      if (!m || !byIndex.has(Number(m[1]))) {
         if (line !== '') process.stderr.write(`emulator: unknown command ${JSON.stringify(line)}\n`);
         continue;
       }
       const i = Number(m[1]);
-      engines[i].goDown(Number(m[2]), (state) => process.stdout.write(`engine ${i} ${state}\n`));
+      byIndex.get(i).goDown(Number(m[2]), (state) => process.stdout.write(`engine ${i} ${state}\n`));
     }
   });
   process.stdin.on('error', () => {});

@@ -31,8 +31,8 @@ function renderMetrics(engine) {
     engine.promptTokensTotal, 'vllm:prompt_tokens_total');
   metric('vllm:generation_tokens', 'counter', 'Number of generation tokens processed.',
     engine.generationTokensTotal, 'vllm:generation_tokens_total');
-  metric('vllm:num_preemptions', 'counter', 'Cumulative number of preemptions.', 0,
-    'vllm:num_preemptions_total');
+  metric('vllm:num_preemptions', 'counter', 'Cumulative number of preemptions.',
+    s.preemptionCount, 'vllm:num_preemptions_total');
   metric('kvemu_requests', 'counter', 'Generation requests accepted by this emulated engine.',
     engine.requestsTotal, 'kvemu_requests_total');
   metric('kvemu_requests_finished', 'counter', 'Generation requests finished or aborted.',
@@ -41,6 +41,14 @@ function renderMetrics(engine) {
   metric('kvemu_cache_blocks', 'gauge', 'KV cache capacity in blocks.', c.numBlocks);
   metric('kvemu_free_blocks', 'gauge', 'Blocks in the free queue (including cached ones).',
     c.numFree());
+  // the emulator's own clock: how late step ends were processed, model ms
+  // (bench/README.md, "A trustworthy instrument")
+  const late = s.gpu.latenessSummary();
+  metric('kvemu_step_lateness_p50_ms', 'gauge', 'Median lateness of step ends (model ms).', late.p50);
+  metric('kvemu_step_lateness_p99_ms', 'gauge', '99th percentile lateness of step ends (model ms).', late.p99);
+  metric('kvemu_step_lateness_max_ms', 'gauge', 'Largest lateness of a step end (model ms).', late.max);
+  metric('kvemu_gpu_busy_ms', 'counter', 'Model ms the engine\'s GPU ran a forward pass.',
+    s.gpu.busyMs, 'kvemu_gpu_busy_ms_total');
   return lines.join('\n') + '\n';
 }
 

@@ -4,6 +4,21 @@
 const { parseArgs } = require('node:util');
 const { DEFAULT_TIMING } = require('./scheduler');
 
+// GPU classes of the seed's hardware, speed relative to the 24 GB-class
+// card (fitted, bench/fit.js; BENCHMARKS.md §3.1)
+const GPU_CLASSES = { '24g': 1, '8g': 0.55 };
+// two CUDA contexts on one GPU time-slice it (gpu.js)
+const GPU_SHARE = 1;
+
+// --gpus: class names or speeds, e.g. "24g,8g,8g" or "1,0.5"
+function parseGpus(v) {
+  if (!v) return [];
+  return v.split(',').map((x, i) => {
+    if (Object.prototype.hasOwnProperty.call(GPU_CLASSES, x)) return GPU_CLASSES[x];
+    return num(x, `gpus[${i}]`, 0.001, false);
+  });
+}
+
 const SPEC = {
   engines: { type: 'string', default: '1' },
   'base-port': { type: 'string', default: '8001' },
@@ -28,6 +43,13 @@ const SPEC = {
   'base-us': { type: 'string', default: String(DEFAULT_TIMING.baseUs) },
   'prefill-us-per-token': { type: 'string', default: String(DEFAULT_TIMING.prefillUsPerToken) },
   'decode-us-per-seq': { type: 'string', default: String(DEFAULT_TIMING.decodeUsPerSeq) },
+  'gpu-step-us': { type: 'string', default: String(DEFAULT_TIMING.gpuStepUs) },
+  gpus: { type: 'string', default: '' },
+  placement: { type: 'string', default: '0' },
+  share: { type: 'string', default: String(GPU_SHARE) },
+  'frontend-us': { type: 'string', default: '0' },
+  processes: { type: 'string', default: '1' },
+  'engine-set': { type: 'string', default: '' },
   'max-batched-tokens': { type: 'string', default: String(DEFAULT_TIMING.maxBatchedTokens) },
   'max-num-seqs': { type: 'string', default: String(DEFAULT_TIMING.maxNumSeqs) },
   help: { type: 'boolean', short: 'h' },
@@ -72,7 +94,15 @@ function parseOptions(argv) {
     // GPUs); engines past the list's end get 1
     engineScale: v['engine-scale'] ? v['engine-scale'].split(',').map((x, i) =>
       num(x, `engine-scale[${i}]`, 0.01, false)) : [],
+    gpus: parseGpus(v.gpus),
+    placement: num(v.placement, 'placement', 0, true),
+    share: num(v.share, 'share', 0, false),
+    frontendUs: num(v['frontend-us'], 'frontend-us', 0, false),
+    processes: num(v.processes, 'processes', 1, true),
+    // the engines this process runs (a child of --processes); all by default
+    engineSet: v['engine-set'] ? v['engine-set'].split(',').map((x) => num(x, 'engine-set', 0, true)) : null,
     timing: {
+      gpuStepUs: num(v['gpu-step-us'], 'gpu-step-us', 0, false),
       timeScale: num(v['time-scale'], 'time-scale', 1e-6, false),
       baseUs: num(v['base-us'], 'base-us', 0, false),
       prefillUsPerToken: num(v['prefill-us-per-token'], 'prefill-us-per-token', 0, false),
@@ -82,10 +112,24 @@ function parseOptions(argv) {
     },
   };
   if (o.timing.timeScale <= 0) throw new Error('--time-scale must be > 0');
+  if (o.share > 1) throw new Error('--share: expected a number in [0, 1]');
+  o.gpuOf = placeEngines(o.engines, o.gpus, o.placement);
   return o;
+}
+
+// The GPU index of each engine: engines fill GPUs in order, `placement`
+// (default: as few as spread them evenly) to a GPU. Without --gpus every
+// engine has a GPU of its own of speed 1.
+function placeEngines(engines, gpus, placement) {
+  if (gpus.length === 0) return Array.from({ length: engines }, (_, i) => i);
+  const per = placement || Math.ceil(engines / gpus.length);
+  if (engines > per * gpus.length) {
+    throw new Error(`--placement ${per}: ${engines} engines do not fit on ${gpus.length} GPUs`);
+  }
+  return Array.from({ length: engines }, (_, i) => Math.floor(i / per));
 }
 
 const USAGE = `usage: node bench/emulator/main.js --engines N --base-port 8001 [options]
   see bench/README.md for every option`;
 
-module.exports = { parseOptions, USAGE };
+module.exports = { parseOptions, placeEngines, parseGpus, GPU_CLASSES, GPU_SHARE, USAGE };

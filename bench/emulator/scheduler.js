@@ -1,30 +1,42 @@
 'use strict';
-// Continuous batching of one emulated engine: a loop of steps. Each step
-// has a token budget shared by prefills (uncached prompt tokens, chunked
-// when longer than the budget) and decodes (one token per running request
-// past its prefill). Step duration =
-//   base_us + prefill_us_per_token * prefill_tokens + decode_us_per_seq * decodes
-// divided by time_scale. A request's first token is emitted at the end of the
-// step that finishes its prefill, then one token per step.
+// Continuous batching of one emulated engine, with vLLM V1's scheduler
+// semantics (vllm/v1/core/sched/scheduler.py):
 //
-// Blocks: a request is admitted (FIFO, head-of-line blocking) only when the
-// free queue can supply every block it will ever need (prompt + max_tokens,
-// minus its prefix hit); that reservation replaces vLLM's preemption, so the
-// engine never deadlocks and never preempts. Blocks are still taken from the
-// free queue step by step, as vLLM's allocate_slots does, so eviction
-// timing and event order match.
+// - A request is a list of tokens (prompt, then outputs) and a count of
+//   tokens whose KV is computed. Every step gives each scheduled request
+//   the tokens it lacks, up to the step's token budget: a prompt is
+//   prefilled in chunks of the budget, a decoding request gets 1 token.
+//   When all its tokens are computed the next token is sampled.
+// - Running requests are scheduled first, in order. Each step allocates
+//   only the blocks the step's tokens need. When the free queue cannot
+//   supply them the newest running request is preempted: its blocks are
+//   freed (hashed ones stay in the prefix cache, as vLLM's do), its
+//   computed count drops to 0, and it goes back to the front of the waiting
+//   queue, to be recomputed, prompt and outputs, as a prefill.
+// - Waiting requests are admitted in FIFO order (head-of-line blocking),
+//   only in a step that preempted nobody, when the budget, --max-num-seqs
+//   and the blocks for the first chunk allow.
+//
+// A step's time (gpu.js runs it):
+//   CPU phase  base_us                                   (the engine's own)
+//   GPU phase  gpu_step_us + prefill_us_per_token x prefill tokens
+//              + decode_us_per_seq x decoding requests    (shared on a GPU)
+// The GPU phase is affine in the batch, so the cost per decoding request
+// falls as the batch grows: decoding a small model is memory-bound, the
+// weights are read once per step and each request adds its KV reads.
 
 const { extendBlockHashes } = require('./kv_cache');
+const { Gpu } = require('./gpu');
+const { realClock } = require('./model_clock');
 
-// Calibrated against the seed's round-robin tables (6 workers, two per GPU,
-// token-id prompts): TTFT p50 35/115 ms at concurrency 4 and 81/151 ms at 16
-// for 2/24 prefix types, 19.4/16.3 requests/s at 16 (seed: 41/113, 74/199,
-// 19.1/14.3). See bench/README.md.
+// Fitted to the seed's tables (bench/fit.js, BENCHMARKS.md §3.1); the GPU
+// model (speeds, placement, sharing) is the engine's GPU, see gpu.js.
 const DEFAULT_TIMING = {
-  baseUs: 20000,
-  prefillUsPerToken: 38,
-  decodeUsPerSeq: 10000,
-  maxBatchedTokens: 8192,
+  baseUs: 4000,             // CPU per step
+  gpuStepUs: 6000,          // GPU per step (weights, launches)
+  prefillUsPerToken: 38,    // GPU per uncached prompt token
+  decodeUsPerSeq: 1500,     // GPU per decoding request
+  maxBatchedTokens: 2048,   // vLLM's default for `vllm serve` on GPUs < 70 GiB
   maxNumSeqs: 256,
   timeScale: 1,
 };
@@ -41,7 +53,7 @@ class Request {
     this.numCachedTokens = -1;
     this.blocks = [];
     this.blockHashes = [];
-    this.reserved = 0;       // blocks reserved but not yet allocated
+    this.preemptions = 0;
     this.onToken = handlers.onToken || (() => {});
     this.onFinish = handlers.onFinish || (() => {});
     this.state = 'new';      // new, waiting, running, finished, aborted
@@ -50,27 +62,29 @@ class Request {
 }
 
 class Scheduler {
-  // cache: KvCache; opts: timing (see DEFAULT_TIMING), outputTokenId(i),
-  // onBatchEnd() called after each scheduling pass (to publish events)
+  // cache: KvCache; opts: timing (see DEFAULT_TIMING), gpu (a Gpu shared
+  // with sibling engines; default one of its own on the real clock),
+  // outputTokenId(i), onScheduled() called after each scheduling pass (to
+  // publish events)
   constructor(cache, opts) {
     this.cache = cache;
     this.bs = cache.blockSize;
     this.t = Object.assign({}, DEFAULT_TIMING, opts.timing || {});
+    this.gpu = opts.gpu || new Gpu(realClock(this.t.timeScale), { speed: 1, share: 1 });
     this.outputTokenId = opts.outputTokenId || ((i) => 0);
     this.onScheduled = opts.onScheduled || (() => {});
     this.root = opts.hashRoot;
     this.waiting = [];
     this.running = [];
-    this.reservedTotal = 0;
     this.busy = false;         // a step is in flight
     this.kickPending = false;
-    this.timer = null;
     this.stopped = false;
     this.stepCount = 0;
     this.finishedCount = 0;
+    this.preemptionCount = 0;
   }
 
-  // Blocks a request needs over its life (KV of prompt + outputs).
+  // Blocks a request needs to hold prompt and outputs at once.
   blocksNeeded(promptLen, maxTokens) {
     return Math.ceil((promptLen + maxTokens) / this.bs);
   }
@@ -82,6 +96,7 @@ class Scheduler {
 
   submit(req) {
     if (this.stopped) throw new Error('scheduler stopped');
+    // vLLM refuses what exceeds max_model_len; here, what can never fit
     if (this.blocksNeeded(req.promptLen, req.maxTokens) > this.cache.numBlocks) {
       throw new Error('request needs more blocks than the whole cache');
     }
@@ -95,6 +110,7 @@ class Scheduler {
     if (req.state === 'waiting') {
       const i = this.waiting.indexOf(req);
       if (i >= 0) this.waiting.splice(i, 1);
+      this._release(req);
       req.state = 'aborted';
     } else if (req.state === 'running') {
       // freed at the end of the current step (its blocks may be in use)
@@ -112,66 +128,98 @@ class Scheduler {
     });
   }
 
-  // One scheduling pass; returns the list of [req, numNewTokens].
+  // Blocks req must add to hold tokens [0, upTo).
+  _newBlocks(req, upTo) {
+    return Math.max(0, Math.ceil(upTo / this.bs) - req.blocks.length);
+  }
+
+  _release(req) {
+    if (req.blocks.length > 0) this.cache.freeBlocks(req.blocks);
+    req.blocks = [];
+  }
+
+  // vLLM's preemption: free everything, recompute from scratch later.
+  _preempt(req) {
+    this._release(req);
+    req.numComputed = 0;
+    req.preemptions++;
+    this.preemptionCount++;
+    req.state = 'waiting';
+    this.waiting.unshift(req);
+  }
+
+  // One scheduling pass: { scheduled: [[req, numNewTokens]], prefillTokens,
+  // decodes, preempted }.
   schedule() {
-    const bs = this.bs;
     let budget = this.t.maxBatchedTokens;
     const scheduled = [];
-    let prefillTokens = 0;
-    let decodes = 0;
+    let preempted = 0;
 
-    for (const req of this.running) {
-      if (budget <= 0) break;
-      let n;
-      if (req.numComputed < req.promptLen) {
-        n = Math.min(req.promptLen - req.numComputed, budget);
-        prefillTokens += n;
-      } else {
-        n = 1;
-        decodes++;
+    for (let i = 0; i < this.running.length && budget > 0;) {
+      const req = this.running[i];
+      const n = Math.min(req.tokens.length - req.numComputed, budget);
+      let fits = true;
+      while (this._newBlocks(req, req.numComputed + n) > this.cache.numFree()) {
+        const victim = this.running.pop();
+        const k = scheduled.findIndex(([r]) => r === victim);
+        if (k >= 0) {
+          budget += scheduled[k][1];
+          scheduled.splice(k, 1);
+        }
+        this._preempt(victim);
+        preempted++;
+        if (victim === req) {
+          fits = false;
+          break;
+        }
       }
+      if (!fits) break;
       this._allocateAndCache(req, req.numComputed + n);
       budget -= n;
       scheduled.push([req, n]);
+      i++;
     }
 
-    while (this.waiting.length > 0 && budget > 0 &&
+    while (preempted === 0 && this.waiting.length > 0 && budget > 0 &&
            this.running.length < this.t.maxNumSeqs) {
       const req = this.waiting[0];
-      const hit = this.cache.lookup(req.blockHashes, req.promptLen);
-      const newBlocks = this.blocksNeeded(req.promptLen, req.maxTokens) - hit.length;
-      const avail = this.cache.numFree() - this.cache.countEvictable(hit) -
-        this.reservedTotal;
-      if (avail < newBlocks) break;
+      extendBlockHashes(req.blockHashes, req.tokens, req.tokens.length, this.bs, this.root);
+      const hit = this.cache.lookup(req.blockHashes, req.tokens.length);
+      const computed = hit.length * this.bs;
+      const n = Math.min(req.tokens.length - computed, budget);
+      const need = Math.ceil((computed + n) / this.bs) - hit.length;
+      if (need > this.cache.numFree() - this.cache.countEvictable(hit)) break;
       this.waiting.shift();
       this.cache.touch(hit);
       req.blocks = hit.slice();
-      req.numComputed = hit.length * bs;
-      if (req.numCachedTokens < 0) req.numCachedTokens = req.numComputed;
-      this.cache.recordQuery(req.promptLen, req.numComputed);
-      req.reserved = newBlocks;
-      this.reservedTotal += newBlocks;
+      req.numComputed = computed;
+      if (req.numCachedTokens < 0) {
+        req.numCachedTokens = computed;
+        this.cache.recordQuery(req.promptLen, computed);
+      }
       req.state = 'running';
       this.running.push(req);
-      const n = Math.min(req.promptLen - req.numComputed, budget);
-      prefillTokens += n;
-      this._allocateAndCache(req, req.numComputed + n);
+      this._allocateAndCache(req, computed + n);
       budget -= n;
       scheduled.push([req, n]);
     }
-    return { scheduled, prefillTokens, decodes };
+
+    let prefillTokens = 0;
+    let decodes = 0;
+    for (const [req, n] of scheduled) {
+      if (req.generated > 0 && n === 1 && req.numComputed === req.tokens.length - 1) decodes++;
+      else prefillTokens += n;
+    }
+    return { scheduled, prefillTokens, decodes, preempted };
   }
 
   // Give req blocks to hold tokens [0, upTo) and cache its newly full blocks.
   _allocateAndCache(req, upTo) {
     const bs = this.bs;
-    const need = Math.ceil(upTo / bs) - req.blocks.length;
+    const need = this._newBlocks(req, upTo);
     if (need > 0) {
-      if (need > req.reserved) throw new Error('reservation exceeded');
       const got = this.cache.allocate(need);
       for (const b of got) req.blocks.push(b);
-      req.reserved -= need;
-      this.reservedTotal -= need;
     }
     const cachedBefore = Math.floor(req.numComputed / bs);
     const full = Math.floor(Math.min(upTo, req.tokens.length) / bs);
@@ -181,26 +229,39 @@ class Scheduler {
     }
   }
 
+  // A step's two phases, µs at the reference GPU's speed.
+  stepPhasesUs(prefillTokens, decodes) {
+    return {
+      cpu: this.t.baseUs,
+      gpu: this.t.gpuStepUs + this.t.prefillUsPerToken * prefillTokens +
+        this.t.decodeUsPerSeq * decodes,
+    };
+  }
+
   stepDurationUs(prefillTokens, decodes) {
-    return this.t.baseUs + this.t.prefillUsPerToken * prefillTokens +
-      this.t.decodeUsPerSeq * decodes;
+    const p = this.stepPhasesUs(prefillTokens, decodes);
+    return p.cpu + p.gpu;
   }
 
   _step() {
-    if (this.running.length === 0 && this.waiting.length === 0) return;
+    if (this.stopped || (this.running.length === 0 && this.waiting.length === 0)) return;
     const plan = this.schedule();
     this.onScheduled();
-    if (plan.scheduled.length === 0) return;  // cannot happen; see admission
+    if (plan.scheduled.length === 0) {
+      // everything preempted and nothing admitted cannot last: the next
+      // pass admits the front request into a cache with its blocks free
+      if (this.running.length === 0 && this.waiting.length > 0) this._kick();
+      return;
+    }
     this.busy = true;
     this.stepCount++;
-    const us = this.stepDurationUs(plan.prefillTokens, plan.decodes);
-    const ms = us / 1000 / this.t.timeScale;
-    this.timer = setTimeout(() => {
-      this.timer = null;
+    const p = this.stepPhasesUs(plan.prefillTokens, plan.decodes);
+    this.gpu.run(this, p.cpu / 1000, p.gpu / 1000, () => {
+      if (this.stopped) return;
       this._complete(plan.scheduled);
       this.busy = false;
-      if (!this.stopped) this._step();
-    }, ms);
+      this._step();
+    });
   }
 
   _complete(scheduled) {
@@ -211,7 +272,7 @@ class Scheduler {
         this._finish(req, 'abort');
         continue;
       }
-      if (req.numComputed < req.promptLen) continue;  // chunked prefill
+      if (req.numComputed < req.tokens.length) continue;  // chunked prefill
       const id = this.outputTokenId(req.generated);
       req.tokens.push(id);
       req.generated++;
@@ -224,10 +285,7 @@ class Scheduler {
   _finish(req, reason) {
     const i = this.running.indexOf(req);
     if (i >= 0) this.running.splice(i, 1);
-    this.cache.freeBlocks(req.blocks);
-    req.blocks = [];
-    this.reservedTotal -= req.reserved;
-    req.reserved = 0;
+    this._release(req);
     req.state = reason === 'abort' ? 'aborted' : 'finished';
     this.finishedCount++;
     req.onFinish(reason);
@@ -235,8 +293,7 @@ class Scheduler {
 
   stop() {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
+    this.gpu.cancel(this);
   }
 }
 

@@ -62,13 +62,19 @@ function sendOne(agent, port, body, headers) {
 
 // requests: [{prefixId, ids, text}]; o: port, concurrency, maxTokens,
 // promptForm ('text'|'tokens'), model, onSend(i) called before request i
-// goes out. Resolves {records, wallMs, t0} (t0: hrtime of the start).
+// goes out, clientIds (one string per client, sent as X-Kvbench-Client).
+// Each client keeps one keep-alive connection of its own, as the seed's
+// clients did (its baseline balanced per connection). Resolves {records,
+// wallMs, t0} (t0: hrtime of the start).
 async function runLoad(requests, o) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: o.concurrency });
+  const agents = Array.from({ length: o.concurrency },
+    () => new http.Agent({ keepAlive: true, maxSockets: 1 }));
   const records = new Array(requests.length);
   let next = 0;
   const t0 = process.hrtime.bigint();
-  const worker = async () => {
+  const worker = async (client) => {
+    const agent = agents[client];
+    const headers = { 'x-kvbench-client': o.clientIds ? o.clientIds[client] : String(client) };
     for (;;) {
       const i = next++;
       if (i >= requests.length) return;
@@ -82,16 +88,17 @@ async function runLoad(requests, o) {
       };
       if (o.onSend) o.onSend(i);
       const sentMs = Number(process.hrtime.bigint() - t0) / 1e6;
-      const rec = await sendOne(agent, o.port, body, { 'x-kvbench-prefix': String(q.prefixId) });
+      const rec = await sendOne(agent, o.port, body,
+        Object.assign({ 'x-kvbench-prefix': String(q.prefixId) }, headers));
       rec.sentMs = sentMs;
       rec.prefixId = q.prefixId;
       rec.expectedPromptTokens = q.ids.length;
       records[i] = rec;
     }
   };
-  await Promise.all(Array.from({ length: o.concurrency }, worker));
+  await Promise.all(Array.from({ length: o.concurrency }, (_, c) => worker(c)));
   const wallMs = Number(process.hrtime.bigint() - t0) / 1e6;
-  agent.destroy();
+  for (const a of agents) a.destroy();
   return { records, wallMs, t0 };
 }
 

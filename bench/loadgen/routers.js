@@ -33,6 +33,10 @@ function routerTable(top, build, opts = {}) {
   return {
     round_robin: { upstream: [] },
     random: { upstream: ['random;'] },
+    // the seed's baseline, a Kubernetes Service: a random engine per client
+    // connection (each kvbench client keeps one, and names itself with a
+    // random X-Kvbench-Client a run)
+    random_conn: { upstream: ['hash $http_x_kvbench_client;'] },
     hash: { upstream: ['hash $kvbench_prefix consistent;'] },
     // kvroute, approximate mode (predicts from its own routing decisions):
     // its default policy (cost), its rule-based policy (policy=kvroute,

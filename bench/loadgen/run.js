@@ -71,7 +71,8 @@ async function runPoint(o, words) {
   const emuArgs = ['--engines', String(o.workers), '--base-port', String(o.basePort),
     '--capacity-blocks', String(o.capacityBlocks), '--block-size', String(o.blockSize),
     '--time-scale', String(o.timeScale), '--events-base-port', String(o.eventsBasePort),
-    '--replay-base-port', '0'].concat(router.emulatorArgs || [], o.emulatorArgs || [],
+    '--replay-base-port', '0', '--gpus', o.gpus || '', '--placement', String(o.placement || 0),
+    '--frontend-us', String(o.frontendUs || 0), '--processes', String(o.emulatorProcesses || 1)].concat(router.emulatorArgs || [], o.emulatorArgs || [],
     o.engineScale && o.engineScale.length ? [`--engine-scale=${o.engineScale.join(',')}`] : []);
   const emu = await startEmulator(emuArgs);
   live.add(emu);
@@ -93,9 +94,18 @@ async function runPoint(o, words) {
       if (down && down.engine >= o.workers) throw new Error(`--engine-down: no engine ${down.engine}`);
       const { records, wallMs, t0 } = await runLoad(wl.requests, {
         port: o.port, concurrency: o.concurrency, maxTokens: o.maxTokens,
+        clientIds: clientIds(o.concurrency, o.seed, o.run || 0),
         promptForm: o.promptForm, model: 'Qwen/Qwen3-0.6B',
         onSend: (i) => { if (i === downAt) emu.command(`down ${down.engine} ${down.ms}`); } });
-      const rel = (t) => Number(t - t0) / 1e6;
+      // the figures in model time: what the emulated engines' clock says
+      // (nginx's own real time is scaled with it, a small error at the time
+      // scales the fidelity table uses)
+      const ts = o.timeScale || 1;
+      for (const r of records) {
+        if (!r) continue;
+        for (const k of ['ttftMs', 'totalMs', 'sentMs']) if (typeof r[k] === 'number') r[k] *= ts;
+      }
+      const rel = (t) => Number(t - t0) / 1e6 * ts;
       const downMs = emu.changes.filter((c) => c.state === 'down').map((c) => rel(c.at))[0];
       const upMs = emu.changes.filter((c) => c.state === 'up').map((c) => rel(c.at))[0];
       if (process.env.KVBENCH_TRACE) {
@@ -104,9 +114,10 @@ async function runPoint(o, words) {
           JSON.stringify({ prefix: r.prefixId, engine: r.engine, cached: r.cachedTokens,
             ttft: r.ttftMs, total: r.totalMs })).join('\n') + '\n');
       }
-      const res = summarise(records, wallMs, {
+      const res = summarise(records, wallMs * ts, {
         router: o.router, workers: o.workers, prefixes: o.prefixes, concurrency: o.concurrency,
         capacityTokens: o.capacityBlocks * o.blockSize, promptTokens: PREFIX_TOKENS + TAIL_TOKENS });
+      res.emulator = await emulatorHealth(ports, o.timeScale);
       if (down) {
         if (downMs === undefined || upMs === undefined) {
           throw new Error(`--engine-down: the emulator reported ${JSON.stringify(emu.changes.map((c) => c.state))}`);
@@ -123,6 +134,48 @@ async function runPoint(o, words) {
     live.delete(emu);
     await emu.stop();
   }
+}
+
+// A random name per client and run: which engine a client's connection
+// lands on under random_conn changes from run to run, as the seed's
+// connections did.
+function clientIds(n, seed, run) {
+  const { rng } = require('./workload');
+  const r = rng(0x0c11e47 + seed * 1009 + run * 7);
+  return Array.from({ length: n }, () => Math.floor(r() * 0x7fffffff).toString(36));
+}
+
+// Lateness above which a run's times are not the model's: a quarter of
+// the seed's smallest TTFT (34 ms), so even the 99th percentile of late
+// token emissions stays inside the tightest tolerance (TTFT p50 +-25 %).
+const LATENESS_LIMIT_MS = 8.5;
+
+// The emulator's own clock and the engines' preemptions, from /metrics:
+// step-end lateness in model ms (the worst engine), preemptions summed.
+async function emulatorHealth(ports, timeScale) {
+  const get = (port) => new Promise((resolve) => {
+    http.get({ host: '127.0.0.1', port, path: '/metrics' }, (res) => {
+      let b = '';
+      res.on('data', (d) => { b += d; });
+      res.on('end', () => resolve(b));
+    }).on('error', () => resolve(''));
+  });
+  const val = (text, name) => {
+    const m = new RegExp(`^${name}\\{[^}]*\\} ([0-9.eE+-]+)$`, 'm').exec(text);
+    return m ? Number(m[1]) : null;
+  };
+  const texts = await Promise.all(ports.map(get));
+  const max = (name) => Math.max(0, ...texts.map((t) => val(t, name) || 0));
+  const sum = (name) => texts.reduce((a, t) => a + (val(t, name) || 0), 0);
+  const h = {
+    time_scale: timeScale,
+    lateness_p50_ms: max('kvemu_step_lateness_p50_ms'),
+    lateness_p99_ms: max('kvemu_step_lateness_p99_ms'),
+    lateness_max_ms: max('kvemu_step_lateness_max_ms'),
+    preemptions: sum('vllm:num_preemptions_total'),
+  };
+  h.clock_ok = h.lateness_p99_ms <= LATENESS_LIMIT_MS;
+  return h;
 }
 
 // Warm every engine directly (not through the router, so a round robin's
@@ -168,9 +221,19 @@ function medianOf(results) {
       out[k] = median(results.map((r) => r[k]));
     }
   }
+  if (results[0].emulator) {
+    // the clock of every run must have held, not the median one
+    out.emulator = Object.assign({}, results[0].emulator, {
+      lateness_p99_ms: Math.max(...results.map((r) => r.emulator.lateness_p99_ms)),
+      lateness_max_ms: Math.max(...results.map((r) => r.emulator.lateness_max_ms)),
+      preemptions: median(results.map((r) => r.emulator.preemptions)),
+      clock_ok: results.every((r) => r.emulator.clock_ok),
+    });
+  }
+  out.each_run = results.map((r) => { const c = Object.assign({}, r); delete c.each_run; return c; });
   out.errors = results.reduce((a, r) => a + r.errors, 0);
   out.runs = results.length;
   return out;
 }
 
-module.exports = { runPoint, medianOf, stopAll, singleTokenWords };
+module.exports = { LATENESS_LIMIT_MS, runPoint, medianOf, stopAll, singleTokenWords };

@@ -3,9 +3,11 @@
 // bench/sim: the policy simulator's command line (bench/README.md).
 //   node bench/sim/main.js --workers 6 --prefixes 24 --concurrency 8
 //       [--requests 720] [--seeds 1,2,3] [--measure-from 96]
-//       [--gpu-pairs] [--share 1] [--base-us N] [--prefill-us-per-token N]
-//       [--decode-us-per-seq N] POLICY...
-// POLICY: round_robin, partition, dynamo[:W], kvroute[:ABS:REL],
+//       [--gpus 24g,8g,8g] [--placement N] [--share S] [--frontend-us N]
+//       [--max-tokens N] [--base-us N] [--gpu-step-us N]
+//       [--prefill-us-per-token N] [--decode-us-per-seq N]
+//       [--max-batched-tokens N] POLICY...
+// POLICY: random, random_conn, round_robin, partition, dynamo[:W], kvroute[:ABS:REL],
 // cost[:CORUN:EVICT]; kvroute+admit and cost+admit add src/kvr_policy.c's
 // admission check
 // One JSON line a policy: the mean of each figure over the seeds.
@@ -14,12 +16,15 @@ require('./clock');   // before the emulator's modules use any timer
 const { parseArgs } = require('node:util');
 const { simulate } = require('./sim');
 const P = require('./policies');
+const { parseGpus, GPU_SHARE } = require('../emulator/options');
 
 function policyOf(spec, timing) {
   const [name, ...a] = spec.split(':');
   const n = a.map(Number);
   switch (name) {
     case 'round_robin': return P.roundRobin();
+    case 'random': return P.random();
+    case 'random_conn': return P.randomPerConnection();
     case 'partition': return P.partition();
     case 'dynamo': return P.dynamo(...n);
     case 'kvroute': return P.kvroute(...n);
@@ -39,16 +44,23 @@ function main() {
     requests: { type: 'string', default: '720' },
     seeds: { type: 'string', default: '1,2,3' },
     'measure-from': { type: 'string', default: '0' },
-    'gpu-pairs': { type: 'boolean', default: false },
-    share: { type: 'string', default: '1' },
+    gpus: { type: 'string', default: '' },
+    placement: { type: 'string', default: '0' },
+    share: { type: 'string', default: String(GPU_SHARE) },
+    'frontend-us': { type: 'string', default: '0' },
+    'max-tokens': { type: 'string', default: '16' },
     'base-us': { type: 'string' },
+    'gpu-step-us': { type: 'string' },
     'prefill-us-per-token': { type: 'string' },
     'decode-us-per-seq': { type: 'string' },
+    'max-batched-tokens': { type: 'string' },
   } });
   const timing = {};
-  if (v['base-us']) timing.baseUs = Number(v['base-us']);
-  if (v['prefill-us-per-token']) timing.prefillUsPerToken = Number(v['prefill-us-per-token']);
-  if (v['decode-us-per-seq']) timing.decodeUsPerSeq = Number(v['decode-us-per-seq']);
+  for (const [opt, key] of [['base-us', 'baseUs'], ['gpu-step-us', 'gpuStepUs'],
+    ['prefill-us-per-token', 'prefillUsPerToken'], ['decode-us-per-seq', 'decodeUsPerSeq'],
+    ['max-batched-tokens', 'maxBatchedTokens']]) {
+    if (v[opt] !== undefined) timing[key] = Number(v[opt]);
+  }
   const seeds = v.seeds.split(',').map(Number);
   if (positionals.length === 0) throw new Error('name at least one policy');
   for (const spec of positionals) {
@@ -57,8 +69,9 @@ function main() {
     for (const seed of seeds) {
       const r = simulate({ workers: Number(v.workers), prefixes: Number(v.prefixes),
         concurrency: Number(v.concurrency), requests: Number(v.requests), seed,
-        measureFrom: Number(v['measure-from']), timing, gpuPairs: v['gpu-pairs'],
-        share: Number(v.share) }, policy);
+        measureFrom: Number(v['measure-from']), timing, gpus: parseGpus(v.gpus),
+        placement: Number(v.placement), share: Number(v.share),
+        frontendUs: Number(v['frontend-us']), maxTokens: Number(v['max-tokens']) }, policy);
       for (const [k, x] of Object.entries(r)) sum[k] = (sum[k] || 0) + x / seeds.length;
     }
     const out = { policy: spec, seeds: seeds.length };

@@ -15,6 +15,19 @@ function mix(a, b) {
 
 const roundRobin = () => (view) => view.picks % view.engines.length;
 
+// the seed's baseline, a Kubernetes Service: kube-proxy picks an engine at
+// random for each connection, and each closed-loop client keeps its one
+// keep-alive connection for the whole run
+const randomPerConnection = () => {
+  const chosen = new Map();
+  return (view, q) => {
+    if (!chosen.has(q.client)) chosen.set(q.client, Math.floor(view.rng() * view.engines.length));
+    return chosen.get(q.client);
+  };
+};
+
+const random = () => (view) => Math.floor(view.rng() * view.engines.length);
+
 // every prefix type pinned to one engine: the most hits a router can have
 // when prefixes do not fit twice, whatever the load
 const partition = () => (view, q) => q.prefixId % view.engines.length;
@@ -107,7 +120,9 @@ const cost = (evictWeight = 2, timing = {}) => (view, q) => {
   return best;
 };
 
-module.exports = { roundRobin, partition, dynamo, kvroute, cost };
+module.exports = {
+  randomPerConnection,
+  random, roundRobin, partition, dynamo, kvroute, cost };
 
 // The cost policy as src/kvr_policy.c computes it (policy=cost), in
 // prompt tokens of prefill: a server's cost is corun tokens for each

@@ -10,47 +10,69 @@ const clock = require('./clock');
 const { KvCache, noneHash, extendBlockHashes } = require('../emulator/kv_cache');
 const { Scheduler, Request } = require('../emulator/scheduler');
 const { rng, PREFIX_TOKENS, TAIL_TOKENS } = require('../loadgen/workload');
-const { Gpu, runStepsOn } = require('./gpu');
+const { Gpu } = require('../emulator/gpu');
+const { processClock } = require('../emulator/model_clock');
+const { placeEngines, GPU_SHARE } = require('../emulator/options');
 const { summarise } = require('../loadgen/stats');
 
 const BS = 16;
 
+// The seed workload as token ids (the simulator never tokenizes), made
+// once per (prefix types, requests, seed): hashing is most of a point's time.
+const workloads = new Map();
+function workload(prefixes, count, seed, root) {
+  const key = `${prefixes}/${count}/${seed}`;
+  if (workloads.has(key)) return workloads.get(key);
+  const r = rng(seed);
+  const draw = (n) => Array.from({ length: n }, () => 1000 + Math.floor(r() * 50000));
+  const heads = [];
+  for (let p = 0; p < prefixes; p++) heads.push(draw(PREFIX_TOKENS));
+  const requests = [];
+  for (let k = 0; k < count; k++) {
+    const prefixId = Math.floor(r() * prefixes);
+    const ids = heads[prefixId].concat(draw(TAIL_TOKENS));
+    const hashes = extendBlockHashes([], ids, ids.length, BS, root);
+    requests.push({ prefixId, ids, hashes, firstKey: hashes[0].toString('hex') });
+  }
+  if (workloads.size > 64) workloads.clear();
+  workloads.set(key, requests);
+  return requests;
+}
+
 // o: workers, prefixes, concurrency, requests, seed, maxTokens (16),
-//    capacityBlocks (585), timing (emulator timing overrides), gpuPairs
-//    (engines 2g and 2g+1 share a GPU), share (1), measureFrom (requests
-//    before this index are not counted); policy(view, q) -> engine index
+//    capacityBlocks (585), timing (emulator timing overrides), gpus
+//    (speeds; default a GPU of speed 1 per engine), placement (engines per
+//    GPU, as the emulator's --placement), share (GPU_SHARE), frontendUs
+//    (the emulator's --frontend-us), measureFrom (requests before this
+//    index are not counted); policy(view, q) -> engine index, where q.client
+//    is the closed-loop client (0..C-1) that sends it
 function simulate(o, policy) {
   clock.reset();
   const root = noneHash(0);
   const cap = o.capacityBlocks || 585;
   const maxTokens = o.maxTokens || 16;
   const engines = [];
-  let gpu = null;
+  const gpuSpeeds = o.gpus || [];
+  const gpuOf = placeEngines(o.workers, gpuSpeeds, o.placement || 0);
+  const gpus = new Map();
+  const mclock = processClock(clock.now);
   for (let i = 0; i < o.workers; i++) {
     const cache = new KvCache({ numBlocks: cap, blockSize: BS });
-    const sched = new Scheduler(cache, { hashRoot: root, outputTokenId: () => 7, timing: o.timing });
-    if (o.gpuPairs) {
-      if (i % 2 === 0) gpu = new Gpu(clock.now, o.share === undefined ? 1 : o.share);
-      runStepsOn(sched, gpu);
+    const g = gpuOf[i];
+    if (!gpus.has(g)) {
+      gpus.set(g, new Gpu(mclock, { speed: gpuSpeeds.length ? gpuSpeeds[g] : 1,
+        share: o.share === undefined ? GPU_SHARE : o.share }));
     }
+    const sched = new Scheduler(cache, { hashRoot: root, outputTokenId: () => 7, timing: o.timing,
+      gpu: gpus.get(g) });
     engines.push({ index: i, cache, sched, inflight: 0, inflightTokens: 0, inflightUncached: 0 });
   }
 
-  // the workload: token ids only (the simulator never tokenizes)
-  const r = rng(o.seed);
-  const draw = (n) => Array.from({ length: n }, () => 1000 + Math.floor(r() * 50000));
-  const prefixes = [];
-  for (let p = 0; p < o.prefixes; p++) prefixes.push(draw(PREFIX_TOKENS));
-  const requests = [];
-  for (let k = 0; k < o.requests; k++) {
-    const prefixId = Math.floor(r() * o.prefixes);
-    const ids = prefixes[prefixId].concat(draw(TAIL_TOKENS));
-    const hashes = extendBlockHashes([], ids, ids.length, BS, root);
-    requests.push({ prefixId, ids, hashes, firstKey: hashes[0].toString('hex') });
-  }
+  const requests = workload(o.prefixes, o.requests, o.seed, root);
 
   const view = {
     engines,
+    rng: rng(o.seed * 7919 + 17),   // the policies' own draws
     blockSize: BS,
     capacity: cap,
     maxTokens,
@@ -68,9 +90,11 @@ function simulate(o, policy) {
 
   const records = [];
   let next = 0;
-  const issue = () => {
+  const frontendMs = (o.frontendUs || 0) / 1000;
+  const issue = (client) => {
     if (next >= requests.length) return;
     const q = requests[next++];
+    q.client = client;
     view.firstKeys.add(q.firstKey);
     const e = engines[policy(view, q)];
     view.picks++;
@@ -93,15 +117,17 @@ function simulate(o, policy) {
         e.inflightTokens -= q.ids.length;
         e.inflightUncached -= uncached;
         rec.end = clock.now();
-        issue();
+        issue(client);
       },
     });
     req.blockHashes = q.hashes.slice();
-    e.sched.submit(req);
+    if (frontendMs > 0) setTimeout(() => e.sched.submit(req), frontendMs);
+    else e.sched.submit(req);
   };
-  for (let c = 0; c < o.concurrency; c++) issue();
+  for (let c = 0; c < o.concurrency; c++) issue(c);
   clock.drain();
-  return summary(records, o.measureFrom || 0, o);
+  const out = summary(records, o.measureFrom || 0, o);
+  return out;
 }
 
 // kvbench's own summary (loadgen/stats.js) of the counted requests, the

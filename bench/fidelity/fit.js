@@ -1,0 +1,209 @@
+#!/usr/bin/env node
+'use strict';
+// Fits the emulator's physical model to the seed's cells on the policy
+// simulator (bench/sim: the emulator's own KvCache, Scheduler and Gpu on a
+// virtual clock), so that a parameter set is judged in seconds and the same
+// way every time. The fidelity table (fidelity.js) then checks the fit with
+// the real emulator, nginx and kvroute.
+//
+//   node bench/fidelity/fit.js [--on all|6] [--evals 300] [--seeds 1,2,3]
+//       [--start JSON] [--jsonl FILE]
+//
+// --on 6 fits on the 6-worker cells only and reports the 3-worker cells
+// out of sample. Prints the best parameters and its table of cells.
+//
+// The parameters (8), each physical and bounded:
+//   baseUs         CPU time of a scheduler step, µs (the engine's own work)
+//   gpuStepUs      GPU time of a step besides its tokens (weights, launches)
+//   prefillUsPerToken  GPU time per uncached prompt token at speed 1
+//   decodeUsPerSeq GPU time per decoding request in a step at speed 1
+//   speed8g        speed of an 8 GB-class laptop GPU against the 24 GB card
+//   share          how much two engines on one GPU slow each other (1 =
+//                  time-slicing)
+//   maxTokens      output tokens per request (the seed does not state it)
+//   frontendUs     the serving frontend's time per request (Dynamo's, for
+//                  round robin and KV routing; the baseline has none)
+
+require('../sim/clock');
+const { parseArgs } = require('node:util');
+const fs = require('node:fs');
+const { simulate } = require('../sim/sim');
+const P = require('../sim/policies');
+const cells = require('./cells');
+
+const BOUNDS = {
+  baseUs: [500, 30000],
+  gpuStepUs: [0, 30000],
+  prefillUsPerToken: [5, 120],
+  decodeUsPerSeq: [0, 15000],
+  speed8g: [0.2, 1],
+  share: [0.3, 1],
+  maxTokens: [4, 64],
+  frontendUs: [0, 30000],
+};
+const INTEGER = new Set(['maxTokens']);
+
+// what the simulator runs for each of the seed's variants
+function policyFor(variant) {
+  if (variant === 'baseline') return P.randomPerConnection();
+  if (variant === 'round_robin') return P.roundRobin();
+  if (variant === 'kv') return P.dynamo();
+  return null;
+}
+
+function median(xs) {
+  const a = xs.slice().sort((x, y) => x - y);
+  return a.length % 2 ? a[(a.length - 1) / 2] : (a[a.length / 2 - 1] + a[a.length / 2]) / 2;
+}
+
+// every figure of one point, each the median over the seeds
+function runPoint(pt, prm, seeds, requests) {
+  const rs = seeds.map((seed) => simulate({
+    workers: pt.w, prefixes: pt.p, concurrency: pt.c, requests, seed,
+    maxTokens: prm.maxTokens,
+    timing: { baseUs: prm.baseUs, gpuStepUs: prm.gpuStepUs, prefillUsPerToken: prm.prefillUsPerToken,
+      decodeUsPerSeq: prm.decodeUsPerSeq },
+    gpus: [1, prm.speed8g, prm.speed8g], share: prm.share,
+    frontendUs: pt.variant === 'baseline' ? 0 : prm.frontendUs,
+  }, policyFor(pt.variant)));
+  const out = {};
+  for (const k of Object.keys(rs[0])) out[k] = median(rs.map((r) => r[k]));
+  return out;
+}
+
+function evaluate(prm, cellList, seeds, requests) {
+  const pts = cells.pointsOf(cellList).filter((pt) => policyFor(pt.variant));
+  const res = new Map();
+  for (const pt of pts) res.set(`${pt.w}/${pt.c}/${pt.p}/${pt.variant}`, runPoint(pt, prm, seeds, requests));
+  const rows = [];
+  for (const x of cellList) {
+    const r = res.get(`${x.w}/${x.c}/${x.p}/${x.variant}`);
+    if (!r) continue;
+    const value = r[cells.FIELD[x.field]];
+    rows.push(Object.assign({}, x, { value, ok: cells.within(x, value), err: cells.normError(x, value) }));
+  }
+  return rows;
+}
+
+// fewer cells out of tolerance first; then the sum of squared errors in
+// tolerance units, capped so one wild cell does not steer the fit
+function score(rows) {
+  let miss = 0;
+  let sq = 0;
+  for (const r of rows) {
+    if (!r.ok) miss++;
+    sq += Math.min(r.err * r.err, 9);
+  }
+  return miss + sq / (rows.length * 4);
+}
+
+function clampPrm(prm) {
+  const out = {};
+  for (const [k, [lo, hi]] of Object.entries(BOUNDS)) {
+    let v = Math.min(hi, Math.max(lo, prm[k]));
+    if (INTEGER.has(k)) v = Math.round(v);
+    out[k] = v;
+  }
+  return out;
+}
+
+// coordinate search with shrinking multiplicative steps: simple, bounded,
+// and deterministic
+function fit(start, cellList, seeds, requests, maxEvals, log) {
+  let best = clampPrm(start);
+  let bestRows = evaluate(best, cellList, seeds, requests);
+  let bestScore = score(bestRows);
+  let evals = 1;
+  let step = 0.4;
+  log(best, bestRows, bestScore, evals);
+  while (evals < maxEvals && step > 0.01) {
+    let improved = false;
+    for (const k of Object.keys(BOUNDS)) {
+      for (const dir of [1, -1]) {
+        if (evals >= maxEvals) break;
+        const cand = Object.assign({}, best);
+        if (k === 'share' || k === 'speed8g') cand[k] = best[k] + dir * step * 0.5;
+        else if (best[k] === 0) cand[k] = dir > 0 ? BOUNDS[k][1] * step * 0.1 : 0;
+        else cand[k] = best[k] * (1 + dir * step);
+        const c = clampPrm(cand);
+        if (JSON.stringify(c) === JSON.stringify(best)) continue;
+        const rows = evaluate(c, cellList, seeds, requests);
+        const s = score(rows);
+        evals++;
+        if (s < bestScore - 1e-9) {
+          best = c;
+          bestRows = rows;
+          bestScore = s;
+          improved = true;
+          log(best, bestRows, bestScore, evals);
+          break;
+        }
+      }
+    }
+    if (!improved) step /= 2;
+  }
+  return { best, bestScore, evals };
+}
+
+function table(rows) {
+  const lines = ['| table | workers | conc. | types | variant | field | seed | sim | within |',
+    '|---|---|---|---|---|---|---|---|---|'];
+  for (const r of rows) {
+    const v = typeof r.value === 'number' ? Math.round(r.value * 1000) / 1000 : r.value;
+    lines.push(`| ${r.table} | ${r.w} | ${r.c} | ${r.p} | ${r.variant} | ${r.field} | ${r.seed} | ${v} | ${r.ok ? 'yes' : 'no'} |`);
+  }
+  return lines.join('\n');
+}
+
+function countOk(rows, pred) {
+  const sel = rows.filter(pred);
+  return `${sel.filter((r) => r.ok).length}/${sel.length}`;
+}
+
+function main() {
+  const { values: v } = parseArgs({ options: {
+    on: { type: 'string', default: 'all' },
+    evals: { type: 'string', default: '300' },
+    seeds: { type: 'string', default: '1,2,3' },
+    requests: { type: 'string', default: '240' },
+    start: { type: 'string' },
+    jsonl: { type: 'string' },
+    'table-only': { type: 'boolean', default: false },
+  } });
+  const { DEFAULT_TIMING } = require('../emulator/scheduler');
+  const { GPU_CLASSES, GPU_SHARE } = require('../emulator/options');
+  const { DEFAULT_MAX_TOKENS, DEFAULT_FRONTEND_US } = require('./model');
+  const start = Object.assign({
+    baseUs: DEFAULT_TIMING.baseUs, gpuStepUs: DEFAULT_TIMING.gpuStepUs,
+    prefillUsPerToken: DEFAULT_TIMING.prefillUsPerToken, decodeUsPerSeq: DEFAULT_TIMING.decodeUsPerSeq,
+    speed8g: GPU_CLASSES['8g'], share: GPU_SHARE, maxTokens: DEFAULT_MAX_TOKENS,
+    frontendUs: DEFAULT_FRONTEND_US,
+  }, v.start ? JSON.parse(v.start) : {});
+  const seeds = v.seeds.split(',').map(Number);
+  const requests = Number(v.requests);
+  const fitCells = v.on === '6' ? cells.MAIN.filter((x) => x.w === 6) : cells.MAIN;
+  const log = (prm, rows, s, evals) => {
+    const line = { evals, score: Math.round(s * 1000) / 1000, within: countOk(rows, () => true), prm };
+    process.stderr.write(JSON.stringify(line) + '\n');
+    if (v.jsonl) fs.appendFileSync(v.jsonl, JSON.stringify(line) + '\n');
+  };
+  const result = v['table-only'] ? { best: start, bestScore: NaN, evals: 0 }
+    : fit(start, fitCells, seeds, requests, Number(v.evals), log);
+  const all = evaluate(result.best, cells.MAIN, seeds, requests);
+  const out = {
+    fitted_on: v.on === '6' ? '6-worker cells' : 'all cells',
+    params: result.best,
+    evals: result.evals,
+    within_all: countOk(all, () => true),
+    within_6w: countOk(all, (r) => r.w === 6),
+    within_3w: countOk(all, (r) => r.w === 3),
+    within_rps: countOk(all, (r) => r.field === 'rps'),
+    within_rr_p99_c16: countOk(all, (r) => r.field === 'p99' && r.c === 16 && r.variant === 'round_robin'),
+  };
+  process.stdout.write(JSON.stringify(out) + '\n');
+  process.stdout.write(table(all) + '\n');
+}
+
+if (require.main === module) main();
+
+module.exports = { evaluate, score, fit, BOUNDS, policyFor };
