@@ -86,9 +86,14 @@ function hashBlock(parent, tokens, start, end) {
 
 // The cache map's key of a digest, computed once per digest (lookups
 // repeat for every request and every engine a router asks about).
+const hashKeys = new WeakMap();
 function hashKeyOf(h) {
-  if (h.kvKey === undefined) h.kvKey = h.toString('hex');
-  return h.kvKey;
+  let k = hashKeys.get(h);
+  if (k === undefined) {
+    k = h.toString('hex');
+    hashKeys.set(h, k);
+  }
+  return k;
 }
 
 // Extends `hashes` (array of digests of full blocks) to cover every full

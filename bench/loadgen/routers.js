@@ -29,7 +29,12 @@ function routerTable(top, build, opts = {}) {
     emulatorArgs });
   // engine i publishes KV events on events-base-port + i, HTTP on base-port + i
   const offset = (opts.eventsBasePort || 20081) - (opts.basePort || 18001);
-  const events = `mode=kv events_port=${offset >= 0 ? '+' : ''}${offset}`;
+  // and answers replay requests on replay-base-port + i (kvbench: events
+  // base + 100), so kvroute's helper, which subscribes after the warm-up,
+  // rebuilds each engine's index from 0 instead of marking it stale
+  const sign = (x) => `${x >= 0 ? '+' : ''}${x}`;
+  const replay = opts.replayBasePort ? ` replay_port=${sign(opts.replayBasePort - (opts.basePort || 18001))}` : '';
+  const events = `mode=kv events_port=${sign(offset)}${replay}`;
   return {
     round_robin: { upstream: [] },
     random: { upstream: ['random;'] },

@@ -63,6 +63,7 @@ async function stopAll() {
 //    promptForm, timeScale, capacityBlocks, blockSize, port, basePort,
 //    eventsBasePort, nginx, nginxWorkers, emulatorArgs[], top, build, log(msg)
 async function runPoint(o, words) {
+  o = Object.assign({ replayBasePort: o.eventsBasePort + 100 }, o);
   const table = routerTable(o.top, o.build, o);
   const router = table[o.router];
   if (!router) throw new Error(`unknown router ${o.router}; known: ${Object.keys(table).join(', ')}`);
@@ -71,7 +72,7 @@ async function runPoint(o, words) {
   const emuArgs = ['--engines', String(o.workers), '--base-port', String(o.basePort),
     '--capacity-blocks', String(o.capacityBlocks), '--block-size', String(o.blockSize),
     '--time-scale', String(o.timeScale), '--events-base-port', String(o.eventsBasePort),
-    '--replay-base-port', '0', '--gpus', o.gpus || '', '--placement', String(o.placement || 0),
+    '--replay-base-port', String(o.replayBasePort), '--gpus', o.gpus || '', '--placement', String(o.placement || 0),
     '--frontend-us', String(o.frontendUs || 0), '--processes', String(o.emulatorProcesses || 1)].concat(router.emulatorArgs || [], o.emulatorArgs || [],
     o.engineScale && o.engineScale.length ? [`--engine-scale=${o.engineScale.join(',')}`] : []);
   const emu = await startEmulator(emuArgs);

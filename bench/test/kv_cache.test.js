@@ -182,7 +182,7 @@ function runRequests(sched, specs) {
   })));
 }
 
-const FAST = { timeScale: 1000, baseUs: 1000, prefillUsPerToken: 1, decodeUsPerSeq: 10 };
+const FAST = { timeScale: 1000, baseUs: 1000, gpuStepUs: 0, prefillUsPerToken: 1, decodeUsPerSeq: 10 };
 
 test('scheduler: cached_tokens of a repeated prompt and BlockStored at scheduling time', async () => {
   const events = [];
@@ -230,12 +230,14 @@ test('scheduler: decode blocks are stored with the previous block as parent', as
   sched.stop();
 });
 
-test('scheduler: requests queue when the cache is full, FIFO, without deadlock', async () => {
+test('scheduler: a full cache preempts the newest request, which recomputes and still finishes', async () => {
   const cache = new KvCache({ numBlocks: 10, blockSize: 4 });
   const sched = new Scheduler(cache, { timing: FAST, hashRoot: ROOT });
-  // each needs ceil((20 + 4)/4) = 6 blocks: only one fits at a time
-  const order = [];
+  // each prompt takes 5 blocks (vLLM V1 admits on the prompt's blocks) and
+  // grows to 6 while decoding: two are admitted, then the second is
+  // preempted so the first can grow
   const specs = [0, 1, 2, 3].map((k) => [seq(100 * (k + 1), 20), 4]);
+  const outs = specs.map(() => []);
   let maxRunning = 0;
   const origSchedule = sched.schedule.bind(sched);
   sched.schedule = () => {
@@ -243,11 +245,16 @@ test('scheduler: requests queue when the cache is full, FIFO, without deadlock',
     maxRunning = Math.max(maxRunning, sched.running.length);
     return p;
   };
+  const reqs = [];
   await Promise.all(specs.map(([t, m], k) => new Promise((resolve) => {
-    sched.submit(new Request(k, t, m, { onFinish: () => { order.push(k); resolve(); } }));
+    const r = new Request(k, t, m, { onToken: (id, i) => outs[k].push(i), onFinish: () => resolve() });
+    reqs.push(r);
+    sched.submit(r);
   })));
-  assert.deepEqual(order, [0, 1, 2, 3]);
-  assert.equal(maxRunning, 1);
+  assert.equal(maxRunning, 2, 'two prompts admitted at once');
+  assert.ok(sched.preemptionCount > 0, 'the newest was preempted');
+  // every request's tokens came once each, in order, despite recomputation
+  for (const o of outs) assert.deepEqual(o, [0, 1, 2, 3]);
   assert.equal(cache.numFree(), 10, 'every block returned');
   sched.stop();
 });
@@ -262,8 +269,9 @@ test('scheduler: a request larger than the whole cache is refused', () => {
 test('scheduler: step duration follows the timing model', () => {
   const cache = new KvCache({ numBlocks: 4, blockSize: 4 });
   const sched = new Scheduler(cache, {
-    timing: { baseUs: 100, prefillUsPerToken: 2, decodeUsPerSeq: 7 }, hashRoot: ROOT });
-  assert.equal(sched.stepDurationUs(50, 3), 100 + 2 * 50 + 7 * 3);
+    timing: { baseUs: 100, gpuStepUs: 30, prefillUsPerToken: 2, decodeUsPerSeq: 7 }, hashRoot: ROOT });
+  assert.deepEqual(sched.stepPhasesUs(50, 3), { cpu: 100, gpu: 30 + 2 * 50 + 7 * 3 });
+  assert.equal(sched.stepDurationUs(50, 3), 100 + 30 + 2 * 50 + 7 * 3);
 });
 
 test('scheduler: long prompts are prefilled in chunks of the token budget', async () => {

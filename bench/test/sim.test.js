@@ -14,24 +14,30 @@ function sim(args) {
   return out.trim().split('\n').map((l) => JSON.parse(l));
 }
 
-test('one prompt on an idle engine: TTFT is one step of the timing model', () => {
+test('one prompt on an idle engine: TTFT is its prefill steps of the timing model', () => {
+  const { DEFAULT_TIMING: t } = require('../emulator/scheduler');
   const [r] = sim(['--workers', '1', '--prefixes', '1', '--concurrency', '1', '--requests', '1',
     '--seeds', '1', 'round_robin']);
-  // base 20 ms + 38 us x 2,371 uncached tokens
-  assert.equal(r.ttft_p50_ms, 110.1);
+  // 2,371 uncached tokens in chunks of the 2,048-token budget: two steps
+  const step = (prefill, decodes) => (t.baseUs + t.gpuStepUs + t.prefillUsPerToken * prefill +
+    t.decodeUsPerSeq * decodes) / 1000;
+  const ttft = step(2048, 0) + step(323, 0);
+  assert.equal(r.ttft_p50_ms, Math.round(ttft * 10) / 10);
   assert.equal(r.request_hit_rate, 0);
-  // then 15 decode steps of 20 + 10 ms
-  assert.equal(r.requests_per_s, Math.round(1000 / (110.098 + 15 * 30) * 100) / 100);
+  // then 15 decode steps of one request
+  assert.equal(r.requests_per_s, Math.round(1000 / (ttft + 15 * step(0, 1)) * 100) / 100);
 });
 
-test('two engines on one GPU share it: simultaneous prompts take twice as long', () => {
+test('two engines on one GPU share it: simultaneous prompts take longer, by the sharing', () => {
   const args = ['--workers', '2', '--prefixes', '2', '--concurrency', '2', '--requests', '2', '--seeds', '1'];
-  const [apart] = sim(args.concat(['round_robin']));
-  const [shared] = sim(args.concat(['--gpu-pairs', 'round_robin']));
-  const [half] = sim(args.concat(['--gpu-pairs', '--share', '0.5', 'round_robin']));
-  assert.equal(apart.ttft_p99_ms, 110.1);
-  assert.equal(shared.ttft_p99_ms, 220.2);
-  assert.equal(half.ttft_p99_ms, 165.1);
+  const [apart] = sim(args.concat(['--gpus', '1,1', 'round_robin']));
+  const [shared] = sim(args.concat(['--gpus', '1', '--share', '1', 'round_robin']));
+  const [half] = sim(args.concat(['--gpus', '1', '--share', '0.5', 'round_robin']));
+  const [slow] = sim(args.concat(['--gpus', '0.5,0.5', 'round_robin']));
+  assert.ok(shared.ttft_p99_ms > half.ttft_p99_ms && half.ttft_p99_ms > apart.ttft_p99_ms,
+    JSON.stringify([apart, half, shared]));
+  // time-slicing doubles the GPU phase only, as does a GPU of half the speed
+  assert.equal(shared.ttft_p99_ms, slow.ttft_p99_ms);
 });
 
 test('deterministic; the partition pins each type to one engine and beats round robin on hits', () => {
