@@ -56,3 +56,17 @@ soak: deps module bench-deps
 	bench/soak/run.sh $(SOAK_SECONDS)
 
 .PHONY: soak
+
+# `make fidelity`: every cell of the seed's tables beside the emulator's
+# value through nginx (3 runs a point, ~30 min), written to
+# bench/results/fidelity.{md,jsonl}; `make fit` refits the emulator's
+# parameters on the policy simulator (bench/fidelity/fit.js).
+FIDELITY_ARGS ?= --runs 3 --time-scale 2
+
+fidelity: deps module bench-deps
+	node $(BENCH_DIR)/fidelity/fidelity.js $(FIDELITY_ARGS)
+
+fit: bench-deps
+	node $(BENCH_DIR)/fidelity/fit.js --on all --seeds 1,2,3
+
+.PHONY: fidelity fit

@@ -12,8 +12,8 @@
 //   baseline     random_conn (a random engine per client connection, as a
 //                Kubernetes Service), no frontend time
 //   round_robin  round_robin, with the frontend's time (--frontend-us)
-//   kv           kvroute-kv-dynamo: Dynamo's cost on an index fed by the
-//                engines' KV events, with the frontend's time
+//   kv           dynamo: NVIDIA Dynamo's KV router on the engines' KV
+//                events (loadgen/dynamo.js), with the frontend's time
 //   approximate  kvroute-dynamo: the same cost predicted from kvroute's own
 //                decisions, with the frontend's time
 // Writes OUT/NAME.jsonl (one row a point: every run's figures, their
@@ -35,7 +35,7 @@ const TOP = path.join(BENCH, '..');
 const KVBENCH = path.join(BENCH, 'kvbench');
 const GPUS = '24g,8g,8g';
 
-const ROUTER = { baseline: 'random_conn', round_robin: 'round_robin', kv: 'kvroute-kv-dynamo',
+const ROUTER = { baseline: 'random_conn', round_robin: 'round_robin', kv: 'dynamo',
   approximate: 'kvroute-dynamo' };
 
 function commit() {

@@ -47,7 +47,7 @@ const INTEGER = new Set(['maxTokens']);
 function policyFor(variant) {
   if (variant === 'baseline') return P.randomPerConnection();
   if (variant === 'round_robin') return P.roundRobin();
-  if (variant === 'kv') return P.dynamo();
+  if (variant === 'kv') return P.dynamoExact();
   return null;
 }
 

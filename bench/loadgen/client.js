@@ -6,7 +6,7 @@ const http = require('node:http');
 
 // One streaming completion. Resolves a record {ok, status, ttftMs, totalMs,
 // promptTokens, cachedTokens, engine, error}.
-function sendOne(agent, port, body, headers) {
+function sendOne(agent, port, body, headers, onFirst) {
   return new Promise((resolve) => {
     const data = Buffer.from(JSON.stringify(body));
     const t0 = process.hrtime.bigint();
@@ -21,7 +21,10 @@ function sendOne(agent, port, body, headers) {
       rec.engine = res.headers['x-engine-id'] || null;
       const chunks = [];
       res.on('data', (c) => {
-        if (ttft === null) ttft = ms();
+        if (ttft === null) {
+          ttft = ms();
+          if (onFirst) onFirst();
+        }
         chunks.push(c);
       });
       res.on('end', () => {
@@ -88,8 +91,14 @@ async function runLoad(requests, o) {
       };
       if (o.onSend) o.onSend(i);
       const sentMs = Number(process.hrtime.bigint() - t0) / 1e6;
-      const rec = await sendOne(agent, o.port, body,
-        Object.assign({ 'x-kvbench-prefix': String(q.prefixId) }, headers));
+      // a router in the load generator itself (o.route: the bench's Dynamo)
+      // picks the engine and is told of the first token and the end
+      const routed = o.route ? o.route(q.ids) : null;
+      const port = routed ? o.enginePorts[routed.engine] : o.port;
+      const rec = await sendOne(agent, port, body,
+        Object.assign({ 'x-kvbench-prefix': String(q.prefixId) }, headers),
+        routed ? routed.onFirstToken : null);
+      if (routed) routed.onFinish();
       rec.sentMs = sentMs;
       rec.prefixId = q.prefixId;
       rec.expectedPromptTokens = q.ids.length;

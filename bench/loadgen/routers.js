@@ -42,6 +42,9 @@ function routerTable(top, build, opts = {}) {
     // connection (each kvbench client keeps one, and names itself with a
     // random X-Kvbench-Client a run)
     random_conn: { upstream: ['hash $http_x_kvbench_client;'] },
+    // NVIDIA Dynamo's KV router on the engines' KV events, run by the load
+    // generator itself (loadgen/dynamo.js; no nginx): the seed's "KV routing"
+    dynamo: { bench: 'dynamo', upstream: [], emulatorArgs: ['--kv-events', 'zmq'] },
     hash: { upstream: ['hash $kvbench_prefix consistent;'] },
     // kvroute, approximate mode (predicts from its own routing decisions):
     // its default policy (cost), its rule-based policy (policy=kvroute,

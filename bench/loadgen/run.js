@@ -81,52 +81,22 @@ async function runPoint(o, words) {
     const ports = Array.from({ length: o.workers }, (_, i) => o.basePort + i);
     if (o.warmup) await warmup(ports, words, o);
     const eventsPorts = ports.map((_, i) => o.eventsBasePort + i);
+    if (router.bench === 'dynamo') {
+      const { DynamoRouter } = require('./dynamo');
+      const dyn = new DynamoRouter({ eventsPorts, blockSize: o.blockSize, hashSeed: '0' });
+      await dyn.start();
+      try {
+        return await drive(o, wl, emu, ports, { route: (ids) => dyn.route(ids), enginePorts: ports });
+      } finally {
+        await dyn.stop();
+      }
+    }
     const ngx = await startNginx({ router, port: o.port, enginePorts: ports, eventsPorts, binary: o.nginx,
       engineScale: o.engineScale, capacityBlocks: o.capacityBlocks, engineDown: o.engineDown,
       workers: o.nginxWorkers });
     live.add(ngx);
     try {
-      o.log(`running ${o.requests} requests, router ${o.router}, ${o.workers} workers, ` +
-        `${o.prefixes} prefix types, concurrency ${o.concurrency}`);
-      // --engine-down: engine E goes away when the given share of the
-      // requests has been sent, for the given time
-      const down = o.engineDown;
-      const downAt = down ? Math.floor(down.at * wl.requests.length) : -1;
-      if (down && down.engine >= o.workers) throw new Error(`--engine-down: no engine ${down.engine}`);
-      const { records, wallMs, t0 } = await runLoad(wl.requests, {
-        port: o.port, concurrency: o.concurrency, maxTokens: o.maxTokens,
-        clientIds: clientIds(o.concurrency, o.seed, o.run || 0),
-        promptForm: o.promptForm, model: 'Qwen/Qwen3-0.6B',
-        onSend: (i) => { if (i === downAt) emu.command(`down ${down.engine} ${down.ms}`); } });
-      // the figures in model time: what the emulated engines' clock says
-      // (nginx's own real time is scaled with it, a small error at the time
-      // scales the fidelity table uses)
-      const ts = o.timeScale || 1;
-      for (const r of records) {
-        if (!r) continue;
-        for (const k of ['ttftMs', 'totalMs', 'sentMs']) if (typeof r[k] === 'number') r[k] *= ts;
-      }
-      const rel = (t) => Number(t - t0) / 1e6 * ts;
-      const downMs = emu.changes.filter((c) => c.state === 'down').map((c) => rel(c.at))[0];
-      const upMs = emu.changes.filter((c) => c.state === 'up').map((c) => rel(c.at))[0];
-      if (process.env.KVBENCH_TRACE) {
-        // one line a request, in send order: for looking into a policy
-        require('node:fs').writeFileSync(process.env.KVBENCH_TRACE, records.map((r) =>
-          JSON.stringify({ prefix: r.prefixId, engine: r.engine, cached: r.cachedTokens,
-            ttft: r.ttftMs, total: r.totalMs })).join('\n') + '\n');
-      }
-      const res = summarise(records, wallMs * ts, {
-        router: o.router, workers: o.workers, prefixes: o.prefixes, concurrency: o.concurrency,
-        capacityTokens: o.capacityBlocks * o.blockSize, promptTokens: PREFIX_TOKENS + TAIL_TOKENS });
-      res.emulator = await emulatorHealth(ports, o.timeScale);
-      if (down) {
-        if (downMs === undefined || upMs === undefined) {
-          throw new Error(`--engine-down: the emulator reported ${JSON.stringify(emu.changes.map((c) => c.state))}`);
-        }
-        res.engine_down = { engine: down.engine, down_at_ms: Math.round(downMs), up_at_ms: Math.round(upMs),
-          phases: summarisePhases(records, downMs, upMs, `engine-${down.engine}`) };
-      }
-      return res;
+      return await drive(o, wl, emu, ports, {});
     } finally {
       live.delete(ngx);
       await ngx.stop();
@@ -135,6 +105,53 @@ async function runPoint(o, words) {
     live.delete(emu);
     await emu.stop();
   }
+}
+
+// The load through the router (nginx on o.port, or a router of the load
+// generator's own: extra.route), and the point's summary.
+async function drive(o, wl, emu, ports, extra) {
+  o.log(`running ${o.requests} requests, router ${o.router}, ${o.workers} workers, ` +
+    `${o.prefixes} prefix types, concurrency ${o.concurrency}`);
+  // --engine-down: engine E goes away when the given share of the
+  // requests has been sent, for the given time
+  const down = o.engineDown;
+  const downAt = down ? Math.floor(down.at * wl.requests.length) : -1;
+  if (down && down.engine >= o.workers) throw new Error(`--engine-down: no engine ${down.engine}`);
+  const { records, wallMs, t0 } = await runLoad(wl.requests, {
+    port: o.port, concurrency: o.concurrency, maxTokens: o.maxTokens,
+    clientIds: clientIds(o.concurrency, o.seed, o.run || 0),
+    promptForm: o.promptForm, model: 'Qwen/Qwen3-0.6B', route: extra.route,
+    enginePorts: extra.enginePorts,
+    onSend: (i) => { if (i === downAt) emu.command(`down ${down.engine} ${down.ms}`); } });
+  // the figures in model time: what the emulated engines' clock says
+  // (nginx's own real time is scaled with it, a small error at the time
+  // scales the fidelity table uses)
+  const ts = o.timeScale || 1;
+  for (const r of records) {
+    if (!r) continue;
+    for (const k of ['ttftMs', 'totalMs', 'sentMs']) if (typeof r[k] === 'number') r[k] *= ts;
+  }
+  const rel = (t) => Number(t - t0) / 1e6 * ts;
+  const downMs = emu.changes.filter((c) => c.state === 'down').map((c) => rel(c.at))[0];
+  const upMs = emu.changes.filter((c) => c.state === 'up').map((c) => rel(c.at))[0];
+  if (process.env.KVBENCH_TRACE) {
+    // one line a request, in send order: for looking into a policy
+    require('node:fs').writeFileSync(process.env.KVBENCH_TRACE, records.map((r) =>
+      JSON.stringify({ prefix: r.prefixId, engine: r.engine, cached: r.cachedTokens,
+        ttft: r.ttftMs, total: r.totalMs })).join('\n') + '\n');
+  }
+  const res = summarise(records, wallMs * ts, {
+    router: o.router, workers: o.workers, prefixes: o.prefixes, concurrency: o.concurrency,
+    capacityTokens: o.capacityBlocks * o.blockSize, promptTokens: PREFIX_TOKENS + TAIL_TOKENS });
+  res.emulator = await emulatorHealth(ports, o.timeScale);
+  if (down) {
+    if (downMs === undefined || upMs === undefined) {
+      throw new Error(`--engine-down: the emulator reported ${JSON.stringify(emu.changes.map((c) => c.state))}`);
+    }
+    res.engine_down = { engine: down.engine, down_at_ms: Math.round(downMs), up_at_ms: Math.round(upMs),
+      phases: summarisePhases(records, downMs, upMs, `engine-${down.engine}`) };
+  }
+  return res;
 }
 
 // A random name per client and run: which engine a client's connection

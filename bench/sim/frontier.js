@@ -7,7 +7,7 @@
 // requests after the first 96 counted). Writes OUT/frontier_<tag>.dat and,
 // with gnuplot, OUT/frontier_<tag>.png.
 //   node bench/sim/frontier.js [--workers 6] [--prefixes 24]
-//       [--concurrency 8] [--gpu-pairs [--share 1] timing options]
+//       [--concurrency 8] [--gpus 24g,8g,8g] [--max-tokens N] [--frontend-us N]
 //       [--out bench/results/sim]
 
 require('./clock');
@@ -23,22 +23,18 @@ const { values: v } = parseArgs({ options: {
   prefixes: { type: 'string', default: '24' },
   concurrency: { type: 'string', default: '8' },
   requests: { type: 'string', default: '720' },
-  'gpu-pairs': { type: 'boolean', default: false },
-  share: { type: 'string', default: '1' },
-  'base-us': { type: 'string' },
-  'prefill-us-per-token': { type: 'string' },
-  'decode-us-per-seq': { type: 'string' },
+  gpus: { type: 'string', default: '24g,8g,8g' },
+  'max-tokens': { type: 'string', default: String(require('../fidelity/model').DEFAULT_MAX_TOKENS) },
+  'frontend-us': { type: 'string', default: '0' },
   out: { type: 'string', default: path.join(__dirname, '..', 'results', 'sim') },
 } });
 
+// the emulator's own defaults: the calibrated model (BENCHMARKS.md §3.1)
 const timing = {};
-if (v['base-us']) timing.baseUs = Number(v['base-us']);
-if (v['prefill-us-per-token']) timing.prefillUsPerToken = Number(v['prefill-us-per-token']);
-if (v['decode-us-per-seq']) timing.decodeUsPerSeq = Number(v['decode-us-per-seq']);
 
 const families = [
   ['round_robin', [['', P.roundRobin()]]],
-  ['dynamo', [['', P.dynamo()]]],
+  ['dynamo', [['', P.dynamoExact()]]],
   ['partition', [['', P.partition()]]],
   ['kvroute', [[0, 1], [1, 1], [2, 1.25], [3, 1.5], [4, 1.5], [8, 3]]
     .map(([a, r]) => [`${a}/${r}`, P.kvroute(a, r)])],
@@ -46,8 +42,9 @@ const families = [
 ];
 
 const o = { workers: Number(v.workers), prefixes: Number(v.prefixes), concurrency: Number(v.concurrency),
-  requests: Number(v.requests), measureFrom: 96, timing, gpuPairs: v['gpu-pairs'], share: Number(v.share) };
-const tag = `w${o.workers}_p${o.prefixes}_c${o.concurrency}${o.gpuPairs ? '_gpupairs' : ''}`;
+  requests: Number(v.requests), measureFrom: 96, timing, gpus: require('../emulator/options').parseGpus(v.gpus),
+  maxTokens: Number(v['max-tokens']), frontendUs: Number(v['frontend-us']) };
+const tag = `w${o.workers}_p${o.prefixes}_c${o.concurrency}`;
 fs.mkdirSync(v.out, { recursive: true });
 const dat = path.join(v.out, `frontier_${tag}.dat`);
 const lines = [];
@@ -72,7 +69,7 @@ families.forEach(([family, settings]) => {
 fs.writeFileSync(dat, lines.join('\n'));
 
 const title = `${o.workers} workers, ${o.prefixes} types, concurrency ${o.concurrency}` +
-  (o.gpuPairs ? ', engines in pairs on one GPU' : ', emulator defaults');
+  `, GPUs ${v.gpus}, the calibrated emulator`;
 const png = path.join(v.out, `frontier_${tag}.png`);
 const script = `
 set terminal pngcairo size 1100,480 font ",10"

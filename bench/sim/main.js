@@ -27,6 +27,7 @@ function policyOf(spec, timing) {
     case 'random_conn': return P.randomPerConnection();
     case 'partition': return P.partition();
     case 'dynamo': return P.dynamo(...n);
+    case 'dynamo_exact': return P.dynamoExact(...n);
     case 'kvroute': return P.kvroute(...n);
     case 'cost': return P.costTokens(...n);
     case 'cost_ms': return P.cost(n[0], timing);

@@ -1,4 +1,5 @@
 'use strict';
+const { pickDynamo } = require('../loadgen/dynamo');
 // Routing policies for the simulator, each a function (view, q) -> engine
 // index. They see what kvroute in kv mode would see: each engine's cached
 // overlap with the prompt and its requests in flight. `kvroute` and
@@ -52,6 +53,21 @@ const dynamo = (overlapWeight = 1) => (view, q) => {
     }
   }
   return best;
+};
+
+// NVIDIA Dynamo's router as it runs (loadgen/dynamo.js): its own
+// bookkeeping of active blocks (deduplicated) and pending prefill, and the
+// overlap its KV-event index would give (the engine's cached leading
+// blocks)
+const dynamoExact = () => (view, q) => {
+  const dq = { tokens: q.ids.length, blockKeys: q.blockKeys };
+  const overlap = (w) => {
+    const e = view.engines[w.index];
+    let n = 0;
+    while (n < q.hashes.length && e.cache.cached.has(q.blockKeys[n])) n++;
+    return n;
+  };
+  return pickDynamo(view.engines.map((e) => e.dyn), dq, overlap, view.blockSize, view.picks);
 };
 
 // kvroute's rule: the least loaded engine holding the longest prefix, or
@@ -122,6 +138,7 @@ const cost = (evictWeight = 2, timing = {}) => (view, q) => {
 
 module.exports = {
   randomPerConnection,
+  dynamoExact,
   random, roundRobin, partition, dynamo, kvroute, cost };
 
 // The cost policy as src/kvr_policy.c computes it (policy=cost), in

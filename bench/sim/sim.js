@@ -7,13 +7,14 @@
 // figures that count are kvbench's, through nginx and kvroute's C code.
 
 const clock = require('./clock');
-const { KvCache, noneHash, extendBlockHashes } = require('../emulator/kv_cache');
+const { KvCache, noneHash, extendBlockHashes, hashKeyOf } = require('../emulator/kv_cache');
 const { Scheduler, Request } = require('../emulator/scheduler');
 const { rng, PREFIX_TOKENS, TAIL_TOKENS } = require('../loadgen/workload');
 const { Gpu } = require('../emulator/gpu');
 const { processClock } = require('../emulator/model_clock');
 const { placeEngines, GPU_SHARE } = require('../emulator/options');
 const { summarise } = require('../loadgen/stats');
+const { Worker, addActive, firstToken, removeActive } = require('../loadgen/dynamo');
 
 const BS = 16;
 
@@ -32,7 +33,8 @@ function workload(prefixes, count, seed, root) {
     const prefixId = Math.floor(r() * prefixes);
     const ids = heads[prefixId].concat(draw(TAIL_TOKENS));
     const hashes = extendBlockHashes([], ids, ids.length, BS, root);
-    requests.push({ prefixId, ids, hashes, firstKey: hashes[0].toString('hex') });
+    requests.push({ prefixId, ids, hashes, firstKey: hashes[0].toString('hex'),
+      blockKeys: hashes.map(hashKeyOf) });
   }
   if (workloads.size > 64) workloads.clear();
   workloads.set(key, requests);
@@ -65,7 +67,9 @@ function simulate(o, policy) {
     }
     const sched = new Scheduler(cache, { hashRoot: root, outputTokenId: () => 7, timing: o.timing,
       gpu: gpus.get(g) });
-    engines.push({ index: i, cache, sched, inflight: 0, inflightTokens: 0, inflightUncached: 0 });
+    engines.push({ index: i, cache, sched, inflight: 0, inflightTokens: 0, inflightUncached: 0,
+      // Dynamo's own bookkeeping of what it routed (loadgen/dynamo.js)
+      dyn: new Worker(i) });
   }
 
   const requests = workload(o.prefixes, o.requests, o.seed, root);
@@ -106,9 +110,12 @@ function simulate(o, policy) {
     e.inflight++;
     e.inflightTokens += q.ids.length;
     e.inflightUncached += uncached;
+    const dq = { tokens: q.ids.length, blockKeys: q.blockKeys };
+    addActive(e.dyn, dq, uncached);
     const req = new Request(next, q.ids, maxTokens, {
       onToken: (id, i) => {
         if (i !== 0) return;
+        firstToken(e.dyn, uncached);
         rec.ttft = clock.now() - rec.sent;
         rec.cached = Math.max(0, req.numCachedTokens);
       },
@@ -116,6 +123,7 @@ function simulate(o, policy) {
         e.inflight--;
         e.inflightTokens -= q.ids.length;
         e.inflightUncached -= uncached;
+        removeActive(e.dyn, dq);
         rec.end = clock.now();
         issue(client);
       },
@@ -127,6 +135,7 @@ function simulate(o, policy) {
   for (let c = 0; c < o.concurrency; c++) issue(c);
   clock.drain();
   const out = summary(records, o.measureFrom || 0, o);
+  out.preemptions = engines.reduce((a, e) => a + e.sched.preemptionCount, 0);
   return out;
 }
 
