@@ -169,3 +169,25 @@ test('kvbench: unknown router is refused', async () => {
   assert.notEqual(r.code, 0);
   assert.match(r.stderr, /unknown router nope/);
 });
+
+test('kvbench: random_conn keeps each client on one engine; dynamo routes on the KV events', { skip: !haveNginx && 'no nginx' }, async () => {
+  const base = 42000 + Math.floor(Math.random() * 2000) * 10;
+  const common = ['--workers', '3', '--prefixes', '2', '--requests', '12', '--seed', '5',
+    '--time-scale', '20', '--json', '--port', String(base), '--base-port', String(base + 1),
+    '--events-base-port', String(base + 5)];
+  // one client, one connection: every request on the engine it drew
+  const rc = await kvbench(['run', '--router', 'random_conn', '--concurrency', '1', ...common]);
+  assert.equal(rc.code, 0, rc.stderr);
+  const rj = JSON.parse(rc.stdout.trim().split('\n').pop());
+  assert.equal(rj.errors, 0);
+  assert.deepEqual(Object.values(rj.requests_per_engine), [12]);
+  // Dynamo on the events: after each type's first request, the type's
+  // requests go where its blocks are (one client: nothing else in flight)
+  const d = await kvbench(['run', '--router', 'dynamo', '--concurrency', '1', ...common]);
+  assert.equal(d.code, 0, d.stderr);
+  const dj = JSON.parse(d.stdout.trim().split('\n').pop());
+  assert.equal(dj.errors, 0);
+  assert.equal(dj.engines_per_prefix, 1);
+  assert.equal(dj.request_hit_rate, Math.round(10000 * 10 / 12) / 10000);
+  assert.ok(dj.emulator && typeof dj.emulator.lateness_p99_ms === 'number');
+});
