@@ -157,7 +157,7 @@ const SPEC = {
 
 // the default routers: the seed's baselines, the oracle and kvroute's modes
 // that kvbench knows
-const DEFAULT_ROUTERS = ['round_robin', 'random', 'hash', 'kvroute-approx', 'kvroute-dynamo'];
+const DEFAULT_ROUTERS = ['random_conn', 'round_robin', 'dynamo', 'hash', 'kvroute-approx', 'kvroute-kv'];
 
 const USAGE = `usage: node bench/grid.js [--routers round_robin,random,hash,kvroute-approx,kvroute-dynamo]
            [--workers 6,3] [--prefixes 2,7,12,24] [--concurrency 4,8,16]

@@ -7,8 +7,12 @@ const { DEFAULT_TIMING } = require('./scheduler');
 // GPU classes of the seed's hardware, speed relative to the 24 GB-class
 // card (fitted, bench/fit.js; BENCHMARKS.md §3.1)
 const GPU_CLASSES = { '24g': 1, '8g': 0.55 };
-// two CUDA contexts on one GPU time-slice it (gpu.js)
+// how much engines on one GPU slow each other (gpu.js; fitted)
 const GPU_SHARE = 1;
+// the serving frontend's time per request before the engine's scheduler
+// sees it: vLLM's API server (HTTP, tokenizing), or Dynamo's frontend in
+// its place (fitted)
+const FRONTEND_US = 4000;
 
 // --gpus: class names or speeds, e.g. "24g,8g,8g" or "1,0.5"
 function parseGpus(v) {
@@ -47,7 +51,7 @@ const SPEC = {
   gpus: { type: 'string', default: '' },
   placement: { type: 'string', default: '0' },
   share: { type: 'string', default: String(GPU_SHARE) },
-  'frontend-us': { type: 'string', default: '0' },
+  'frontend-us': { type: 'string', default: String(FRONTEND_US) },
   processes: { type: 'string', default: '1' },
   'engine-set': { type: 'string', default: '' },
   'max-batched-tokens': { type: 'string', default: String(DEFAULT_TIMING.maxBatchedTokens) },
@@ -132,4 +136,4 @@ function placeEngines(engines, gpus, placement) {
 const USAGE = `usage: node bench/emulator/main.js --engines N --base-port 8001 [options]
   see bench/README.md for every option`;
 
-module.exports = { parseOptions, placeEngines, parseGpus, GPU_CLASSES, GPU_SHARE, USAGE };
+module.exports = { parseOptions, placeEngines, parseGpus, GPU_CLASSES, GPU_SHARE, FRONTEND_US, USAGE };

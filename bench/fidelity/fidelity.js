@@ -10,12 +10,14 @@
 //
 // The seed's variants as kvbench routers:
 //   baseline     random_conn (a random engine per client connection, as a
-//                Kubernetes Service), no frontend time
-//   round_robin  round_robin, with the frontend's time (--frontend-us)
+//                Kubernetes Service)
+//   round_robin  round_robin
 //   kv           dynamo: NVIDIA Dynamo's KV router on the engines' KV
-//                events (loadgen/dynamo.js), with the frontend's time
-//   approximate  kvroute-dynamo: the same cost predicted from kvroute's own
-//                decisions, with the frontend's time
+//                events (loadgen/dynamo.js)
+//   approximate  kvroute-dynamo: Dynamo's cost as kvroute states it,
+//                predicted from kvroute's own decisions
+// Every variant has the serving frontend's time (--frontend-us: vLLM's API
+// server in the baseline, Dynamo's frontend in the others).
 // Writes OUT/NAME.jsonl (one row a point: every run's figures, their
 // medians, the commit, the upstream's kvroute line, the emulator's
 // parameters, the clock's lateness) and OUT/NAME.md.
@@ -25,9 +27,9 @@ const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 const { parseArgs } = require('node:util');
 const cells = require('./cells');
-const { DEFAULT_FRONTEND_US, DEFAULT_MAX_TOKENS } = require('./model');
+const { DEFAULT_MAX_TOKENS } = require('./model');
 const { DEFAULT_TIMING } = require('../emulator/scheduler');
-const { GPU_CLASSES, GPU_SHARE } = require('../emulator/options');
+const { GPU_CLASSES, GPU_SHARE, FRONTEND_US } = require('../emulator/options');
 const { routerTable } = require('../loadgen/routers');
 
 const BENCH = path.join(__dirname, '..');
@@ -59,7 +61,7 @@ function emulatorParams(o) {
 
 function runPoint(pt, o) {
   const router = ROUTER[pt.variant];
-  const frontendUs = pt.variant === 'baseline' ? 0 : DEFAULT_FRONTEND_US;
+  const frontendUs = FRONTEND_US;
   const args = ['run', '--router', router, '--workers', String(pt.w), '--prefixes', String(pt.p),
     '--concurrency', String(pt.c), '--requests', '240', '--seed', '1', '--runs', String(o.runs),
     '--time-scale', String(o.timeScale), '--gpus', GPUS, '--frontend-us', String(frontendUs),

@@ -7,7 +7,8 @@
 // the real emulator, nginx and kvroute.
 //
 //   node bench/fidelity/fit.js [--on all|6] [--evals 300] [--seeds 1,2,3]
-//       [--start JSON] [--jsonl FILE]
+//       [--start JSON] [--jsonl FILE] [--method es|coord] [--rng-seed N]
+//       [--table-only]
 //
 // --on 6 fits on the 6-worker cells only and reports the 3-worker cells
 // out of sample. Prints the best parameters and its table of cells.
@@ -21,8 +22,10 @@
 //   share          how much two engines on one GPU slow each other (1 =
 //                  time-slicing)
 //   maxTokens      output tokens per request (the seed does not state it)
-//   frontendUs     the serving frontend's time per request (Dynamo's, for
-//                  round robin and KV routing; the baseline has none)
+//   frontendUs     the serving frontend's time per request before the
+//                  engine sees it (HTTP, tokenizing): vLLM's API server in
+//                  the baseline, Dynamo's frontend in round robin and KV
+//                  routing; one value for both
 
 require('../sim/clock');
 const { parseArgs } = require('node:util');
@@ -64,7 +67,7 @@ function runPoint(pt, prm, seeds, requests) {
     timing: { baseUs: prm.baseUs, gpuStepUs: prm.gpuStepUs, prefillUsPerToken: prm.prefillUsPerToken,
       decodeUsPerSeq: prm.decodeUsPerSeq },
     gpus: [1, prm.speed8g, prm.speed8g], share: prm.share,
-    frontendUs: pt.variant === 'baseline' ? 0 : prm.frontendUs,
+    frontendUs: prm.frontendUs,
   }, policyFor(pt.variant)));
   const out = {};
   for (const k of Object.keys(rs[0])) out[k] = median(rs.map((r) => r[k]));
@@ -145,6 +148,56 @@ function fit(start, cellList, seeds, requests, maxEvals, log) {
   return { best, bestScore, evals };
 }
 
+// (1+1) evolution strategy: every parameter moved at once by a random
+// step in log space (linear for the fractions), the step size adapted by
+// the 1/5 success rule; finds the coupled moves (longer outputs with
+// cheaper steps, say) that one parameter at a time cannot. Deterministic
+// for a given --rng-seed.
+function fitEs(start, cellList, seeds, requests, maxEvals, log, rngSeed) {
+  const { rng } = require('../loadgen/workload');
+  const r = rng(rngSeed || 1);
+  const gauss = () => {
+    const u = Math.max(1e-12, r());
+    return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * r());
+  };
+  let best = clampPrm(start);
+  let bestRows = evaluate(best, cellList, seeds, requests);
+  let bestScore = score(bestRows);
+  let evals = 1;
+  let sigma = 0.25;
+  let wins = 0;
+  let tries = 0;
+  log(best, bestRows, bestScore, evals);
+  while (evals < maxEvals) {
+    const cand = {};
+    for (const k of Object.keys(BOUNDS)) {
+      if (k === 'share' || k === 'speed8g') cand[k] = best[k] + gauss() * sigma * 0.3;
+      else if (k === 'gpuStepUs' || k === 'frontendUs' || k === 'decodeUsPerSeq') {
+        cand[k] = Math.max(0, best[k] * Math.exp(gauss() * sigma) + gauss() * sigma * 200);
+      } else cand[k] = best[k] * Math.exp(gauss() * sigma);
+    }
+    const c = clampPrm(cand);
+    const rows = evaluate(c, cellList, seeds, requests);
+    const s = score(rows);
+    evals++;
+    tries++;
+    if (s < bestScore - 1e-9) {
+      best = c;
+      bestRows = rows;
+      bestScore = s;
+      wins++;
+      log(best, bestRows, bestScore, evals);
+    }
+    if (tries === 10) {
+      sigma *= wins >= 2 ? 1.5 : 0.7;
+      sigma = Math.min(0.6, Math.max(0.02, sigma));
+      wins = 0;
+      tries = 0;
+    }
+  }
+  return { best, bestScore, evals };
+}
+
 function table(rows) {
   const lines = ['| table | workers | conc. | types | variant | field | seed | sim | within |',
     '|---|---|---|---|---|---|---|---|---|'];
@@ -169,15 +222,18 @@ function main() {
     start: { type: 'string' },
     jsonl: { type: 'string' },
     'table-only': { type: 'boolean', default: false },
+    method: { type: 'string', default: 'es' },
+    'rng-seed': { type: 'string', default: '1' },
   } });
   const { DEFAULT_TIMING } = require('../emulator/scheduler');
   const { GPU_CLASSES, GPU_SHARE } = require('../emulator/options');
-  const { DEFAULT_MAX_TOKENS, DEFAULT_FRONTEND_US } = require('./model');
+  const { DEFAULT_MAX_TOKENS } = require('./model');
+  const { FRONTEND_US } = require('../emulator/options');
   const start = Object.assign({
     baseUs: DEFAULT_TIMING.baseUs, gpuStepUs: DEFAULT_TIMING.gpuStepUs,
     prefillUsPerToken: DEFAULT_TIMING.prefillUsPerToken, decodeUsPerSeq: DEFAULT_TIMING.decodeUsPerSeq,
     speed8g: GPU_CLASSES['8g'], share: GPU_SHARE, maxTokens: DEFAULT_MAX_TOKENS,
-    frontendUs: DEFAULT_FRONTEND_US,
+    frontendUs: FRONTEND_US,
   }, v.start ? JSON.parse(v.start) : {});
   const seeds = v.seeds.split(',').map(Number);
   const requests = Number(v.requests);
@@ -188,7 +244,8 @@ function main() {
     if (v.jsonl) fs.appendFileSync(v.jsonl, JSON.stringify(line) + '\n');
   };
   const result = v['table-only'] ? { best: start, bestScore: NaN, evals: 0 }
-    : fit(start, fitCells, seeds, requests, Number(v.evals), log);
+    : v.method === 'coord' ? fit(start, fitCells, seeds, requests, Number(v.evals), log)
+      : fitEs(start, fitCells, seeds, requests, Number(v.evals), log, Number(v['rng-seed']));
   const all = evaluate(result.best, cells.MAIN, seeds, requests);
   const out = {
     fitted_on: v.on === '6' ? '6-worker cells' : 'all cells',

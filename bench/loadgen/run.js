@@ -73,7 +73,8 @@ async function runPoint(o, words) {
     '--capacity-blocks', String(o.capacityBlocks), '--block-size', String(o.blockSize),
     '--time-scale', String(o.timeScale), '--events-base-port', String(o.eventsBasePort),
     '--replay-base-port', String(o.replayBasePort), '--gpus', o.gpus || '', '--placement', String(o.placement || 0),
-    '--frontend-us', String(o.frontendUs || 0), '--processes', String(o.emulatorProcesses || 1)].concat(router.emulatorArgs || [], o.emulatorArgs || [],
+    ...(o.frontendUs === null || o.frontendUs === undefined ? [] : ['--frontend-us', String(o.frontendUs)]),
+    '--processes', String(o.emulatorProcesses || 1)].concat(router.emulatorArgs || [], o.emulatorArgs || [],
     o.engineScale && o.engineScale.length ? [`--engine-scale=${o.engineScale.join(',')}`] : []);
   const emu = await startEmulator(emuArgs);
   live.add(emu);

@@ -12,7 +12,7 @@ const { Scheduler, Request } = require('../emulator/scheduler');
 const { rng, PREFIX_TOKENS, TAIL_TOKENS } = require('../loadgen/workload');
 const { Gpu } = require('../emulator/gpu');
 const { processClock } = require('../emulator/model_clock');
-const { placeEngines, GPU_SHARE } = require('../emulator/options');
+const { placeEngines, GPU_SHARE, FRONTEND_US } = require('../emulator/options');
 const { summarise } = require('../loadgen/stats');
 const { Worker, addActive, firstToken, removeActive } = require('../loadgen/dynamo');
 
@@ -94,7 +94,7 @@ function simulate(o, policy) {
 
   const records = [];
   let next = 0;
-  const frontendMs = (o.frontendUs || 0) / 1000;
+  const frontendMs = (o.frontendUs === undefined ? FRONTEND_US : o.frontendUs) / 1000;
   const issue = (client) => {
     if (next >= requests.length) return;
     const q = requests[next++];

@@ -17,7 +17,7 @@ function sim(args) {
 test('one prompt on an idle engine: TTFT is its prefill steps of the timing model', () => {
   const { DEFAULT_TIMING: t } = require('../emulator/scheduler');
   const [r] = sim(['--workers', '1', '--prefixes', '1', '--concurrency', '1', '--requests', '1',
-    '--seeds', '1', 'round_robin']);
+    '--seeds', '1', '--frontend-us', '0', '--max-tokens', '16', 'round_robin']);
   // 2,371 uncached tokens in chunks of the 2,048-token budget: two steps
   const step = (prefill, decodes) => (t.baseUs + t.gpuStepUs + t.prefillUsPerToken * prefill +
     t.decodeUsPerSeq * decodes) / 1000;
