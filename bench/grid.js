@@ -159,7 +159,7 @@ const SPEC = {
 // that kvbench knows
 const DEFAULT_ROUTERS = ['random_conn', 'round_robin', 'dynamo', 'hash', 'kvroute-approx', 'kvroute-kv'];
 
-const USAGE = `usage: node bench/grid.js [--routers round_robin,random,hash,kvroute-approx,kvroute-dynamo]
+const USAGE = `usage: node bench/grid.js [--routers random_conn,round_robin,dynamo,hash,kvroute-approx,kvroute-kv]
            [--workers 6,3] [--prefixes 2,7,12,24] [--concurrency 4,8,16]
            [--runs 3] [--requests 240] [--seed 1] [--out bench/results]
            [--time-scale 1] [--port 28000] [--build DIR] [--resume]
@@ -515,8 +515,8 @@ function quote(s) {
 // A data file: x = prefix types, then one column per measured router, the
 // seed columns (drawn dashed) and the upper bound (dotted) if any.
 // measured routers keep one colour in every plot
-const ROUTER_COLOURS = { round_robin: '#9400d3', random: '#009e73', hash: '#56b4e9', 'kvroute-approx': '#0072b2',
-  'kvroute-dynamo': '#e69f00', 'kvroute-rr': '#cc79a7' };
+const ROUTER_COLOURS = { round_robin: '#9400d3', random_conn: '#009e73', hash: '#56b4e9', 'kvroute-approx': '#0072b2',
+  dynamo: '#e69f00', 'kvroute-kv': '#cc79a7' };
 const SPARE_COLOURS = ['#8b4513', '#2f4f4f', '#808000', '#ff1493', '#000080'];
 
 function routerColour(router, allRouters) {
