@@ -158,3 +158,17 @@ test('step ends are absolute: a clock that always wakes late does not slow the e
   const late2 = gpu.latenessSummary();
   assert.ok(late2.p50 > 0 && late2.max <= 5 + 1e-6, JSON.stringify(late2));
 });
+
+test('an engine that stops leaves the GPU to its sibling at full speed', () => {
+  clock.reset();
+  const gpu = new Gpu(processClock(clock.now), { share: 1 });
+  const a = engine(gpu);
+  const b = engine(gpu);
+  const ra = a.submit(seq(1, 1000), 1);
+  b.submit(seq(5000, 1000), 1);
+  // B goes away 4 ms into A's GPU phase (which started at 2 ms)
+  setTimeout(() => b.sched.stop(), 6);
+  clock.drain();
+  // A: 4 ms of work at half speed, the remaining 11 at full: 2 + 8 + 11
+  assert.equal(ra.times[0], 21);
+});

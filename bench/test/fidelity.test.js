@@ -1,0 +1,50 @@
+'use strict';
+// The fidelity table's cells (bench/fidelity/cells.js) and its report.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const cells = require('../fidelity/cells');
+const { report } = require('../fidelity/fidelity');
+
+test('the seed has 132 main cells, each with a tolerance; 48 points make them', () => {
+  assert.equal(cells.MAIN.length, 132);
+  const byField = {};
+  for (const x of cells.MAIN) byField[x.field] = (byField[x.field] || 0) + 1;
+  assert.deepEqual(byField, { hit: 12, ctr: 36, p50: 24, p99: 36, rps: 24 });
+  assert.equal(cells.pointsOf(cells.MAIN).length, 48);
+  // the approximate-mode ratios and the worker spread are among the others
+  assert.ok(cells.EXTRA.some((x) => x.variant === 'approximate' && x.p === 24 && x.seed === 0.245));
+  assert.ok(cells.EXTRA.some((x) => x.field === 'epp' && x.variant === 'kv' && x.p === 7 && x.seed === 2.86));
+});
+
+test('tolerances: absolute for ratios, relative for times and throughput', () => {
+  const hit = { field: 'hit', seed: 0.5 };
+  assert.ok(cells.within(hit, 0.549));
+  assert.ok(!cells.within(hit, 0.551));
+  const p99 = { field: 'p99', seed: 100 };
+  assert.ok(cells.within(p99, 139.9) && cells.within(p99, 60.1));
+  assert.ok(!cells.within(p99, 141) && !cells.within(p99, 59));
+  const rps = { field: 'rps', seed: 20 };
+  assert.ok(cells.within(rps, 21.9) && !cells.within(rps, 22.1));
+  assert.ok(!cells.within(rps, null) && !cells.within(rps, NaN));
+  assert.equal(cells.normError(p99, 120), 0.5);
+});
+
+test('the report counts cells within tolerance and the gains over round robin', () => {
+  // every 6-worker c16 point at the seed's own values: all its cells within
+  const rows = [];
+  for (const pt of cells.pointsOf(cells.MAIN.filter((x) => x.w === 6 && x.c === 16))) {
+    const result = {};
+    for (const x of cells.MAIN) {
+      if (x.w === pt.w && x.c === pt.c && x.p === pt.p && x.variant === pt.variant) result[cells.FIELD[x.field]] = x.seed;
+    }
+    result.emulator = { clock_ok: true };
+    rows.push({ key: `${pt.w}/${pt.c}/${pt.p}/${pt.variant}`, w: pt.w, c: pt.c, p: pt.p, variant: pt.variant,
+      commit: 'test', result });
+  }
+  const md = report(rows, { runs: 3, timeScale: 2 });
+  const n = cells.MAIN.filter((x) => x.w === 6 && x.c === 16).length;
+  assert.match(md, new RegExp(`Main cells within tolerance: \\*\\*${n}/${n}\\*\\*`));
+  assert.match(md, /gain over round robin within 10 points of the seed's: 4\/4/);
+  assert.match(md, /in the seed's direction at c16: 4\/4/);
+});
