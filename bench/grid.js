@@ -126,6 +126,31 @@ function seedValue(w, c, p, variant, field) {
   return v && typeof v[field] === 'number' ? v[field] : null;
 }
 
+// What a row was measured with: the commit, the router's upstream lines
+// (the exact kvroute line) and the emulator's defaults (the calibrated model)
+function gitCommit() {
+  const r = spawnSync('git', ['-C', path.join(BENCH, '..'), 'describe', '--always', '--dirty'], { encoding: 'utf8' });
+  return r.status === 0 ? r.stdout.trim() : 'unknown';
+}
+
+function upstreamLine(router, o) {
+  const t = routerTable(path.join(BENCH, '..'), o.build || path.join(BENCH, '..', 'build'),
+    { capacityBlocks: 585, blockSize: 16, basePort: o.port + 1, eventsBasePort: o.port + 1081,
+      replayBasePort: o.port + 1181 })[router];
+  if (!t) return null;
+  if (t.bench) return `(the load generator's ${t.bench} router)`;
+  const up = typeof t.upstream === 'function' ? t.upstream({ enginePorts: [], eventsPorts: [], port: o.port }) : t.upstream;
+  return up.join(' ') || '(nginx round robin)';
+}
+
+function emulatorDefaults() {
+  const { DEFAULT_TIMING } = require('./emulator/scheduler');
+  const { GPU_CLASSES, GPU_SHARE, FRONTEND_US } = require('./emulator/options');
+  const { DEFAULT_MAX_TOKENS } = require('./fidelity/model');
+  return { gpus: '24g,8g,8g', gpu_classes: GPU_CLASSES, share: GPU_SHARE, frontend_us: FRONTEND_US,
+    timing: DEFAULT_TIMING, max_tokens: DEFAULT_MAX_TOKENS };
+}
+
 // Upper bound on the request hit rate (seed-experiment.md): prefixes
 // partitioned across workers, each holding 3.95 prompts.
 function upperBound(w, p) {
@@ -311,6 +336,8 @@ async function runGrid(o) {
       continue;
     }
     Object.assign(r, {
+      commit: gitCommit(), upstream: upstreamLine(pt.router, o),
+      emulator_defaults: emulatorDefaults(),
       requests_requested: o.requests, seed: o.seed, runs_requested: o.runs, time_scale: o.timeScale,
       started_at: started.toISOString(), duration_s: Math.round(secs * 10) / 10,
       loadavg_1m_before: Math.round(loadBefore * 100) / 100, kvbench_exit: res.code,

@@ -47,7 +47,8 @@ function commit() {
 
 function upstreamLine(router) {
   const t = routerTable(TOP, path.join(TOP, 'build'), { capacityBlocks: 585, blockSize: 16,
-    basePort: 28001, eventsBasePort: 29081 })[router];
+    basePort: 28001, eventsBasePort: 29081, replayBasePort: 29181 })[router];
+  if (t.bench) return `(the load generator's ${t.bench} router on the engines' KV events)`;
   const up = typeof t.upstream === 'function' ? t.upstream({ enginePorts: [], eventsPorts: [], port: 0 })
     : t.upstream;
   return up.join(' ') || '(nginx round robin)';
