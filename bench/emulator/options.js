@@ -6,13 +6,13 @@ const { DEFAULT_TIMING } = require('./scheduler');
 
 // GPU classes of the seed's hardware, speed relative to the 24 GB-class
 // card (fitted, bench/fit.js; BENCHMARKS.md §3.1)
-const GPU_CLASSES = { '24g': 1, '8g': 0.55 };
+const GPU_CLASSES = { '24g': 1, '8g': 0.89 };
 // how much engines on one GPU slow each other (gpu.js; fitted)
-const GPU_SHARE = 1;
+const GPU_SHARE = 0.9;
 // the serving frontend's time per request before the engine's scheduler
 // sees it: vLLM's API server (HTTP, tokenizing), or Dynamo's frontend in
 // its place (fitted)
-const FRONTEND_US = 4000;
+const FRONTEND_US = 3700;
 
 // --gpus: class names or speeds, e.g. "24g,8g,8g" or "1,0.5"
 function parseGpus(v) {

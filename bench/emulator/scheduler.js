@@ -32,10 +32,10 @@ const { realClock } = require('./model_clock');
 // Fitted to the seed's tables (bench/fit.js, BENCHMARKS.md §3.1); the GPU
 // model (speeds, placement, sharing) is the engine's GPU, see gpu.js.
 const DEFAULT_TIMING = {
-  baseUs: 4000,             // CPU per step
-  gpuStepUs: 6000,          // GPU per step (weights, launches)
-  prefillUsPerToken: 38,    // GPU per uncached prompt token
-  decodeUsPerSeq: 1500,     // GPU per decoding request
+  baseUs: 5400,             // CPU per step
+  gpuStepUs: 6200,          // GPU per step (weights, launches)
+  prefillUsPerToken: 25,    // GPU per uncached prompt token
+  decodeUsPerSeq: 2500,     // GPU per decoding request
   maxBatchedTokens: 2048,   // vLLM's default for `vllm serve` on GPUs < 70 GiB
   maxNumSeqs: 256,
   timeScale: 1,
