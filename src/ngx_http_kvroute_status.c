@@ -13,12 +13,54 @@
 #include "ngx_http_kvroute.h"
 
 
-#define NGX_HTTP_KVROUTE_LINE  384     /* room for one metric line */
+/* the lines of each server, in the order they are written */
+static ngx_str_t  ngx_http_kvroute_peer_metrics[] = {
+    ngx_string("kvroute_inflight_requests"),
+    ngx_string("kvroute_inflight_prompt_tokens"),
+    ngx_string("kvroute_inflight_prefill_tokens"),
+    ngx_string("kvroute_indexed_blocks"),
+    ngx_string("kvroute_capacity_blocks"),
+    ngx_string("kvroute_capacity_evictions_total"),
+    ngx_null_string
+};
+
+
+/* and, in mode=kv, of its event stream */
+static ngx_str_t  ngx_http_kvroute_events_metrics[] = {
+    ngx_string("kvroute_events_messages_total"),
+    ngx_string("kvroute_events_batches_total"),
+    ngx_string("kvroute_events_dropped_total"),
+    ngx_string("kvroute_events_stored_blocks_total"),
+    ngx_string("kvroute_events_removed_blocks_total"),
+    ngx_string("kvroute_events_cleared_total"),
+    ngx_string("kvroute_events_gaps_total"),
+    ngx_string("kvroute_events_replays_total"),
+    ngx_string("kvroute_events_replayed_batches_total"),
+    ngx_string("kvroute_events_stale"),
+    ngx_string("kvroute_events_stale_total"),
+    ngx_string("kvroute_events_connects_total"),
+    ngx_string("kvroute_events_orphans_total"),
+    ngx_string("kvroute_events_block_size_mismatch_total"),
+    ngx_string("kvroute_events_last_age_seconds"),
+    ngx_null_string
+};
+
+
+/* the longer list: room for the values of one server's lines */
+#define NGX_HTTP_KVROUTE_EVENTS_METRICS                                      \
+    (sizeof(ngx_http_kvroute_events_metrics) / sizeof(ngx_str_t) - 1)
 
 
 static ngx_int_t ngx_http_kvroute_status_handler(ngx_http_request_t *r);
-static u_char *ngx_http_kvroute_status_upstream(u_char *p,
+static size_t ngx_http_kvroute_status_size(
     ngx_http_upstream_srv_conf_t *uscf);
+static size_t ngx_http_kvroute_status_lines_size(ngx_str_t *metrics,
+    size_t labels);
+static u_char *ngx_http_kvroute_status_upstream(u_char *p, u_char *last,
+    ngx_http_upstream_srv_conf_t *uscf);
+static u_char *ngx_http_kvroute_status_lines(u_char *p, u_char *last,
+    ngx_str_t *metrics, uint64_t *values, ngx_str_t *upstream,
+    ngx_str_t *server, ngx_uint_t backup);
 
 
 char *
@@ -39,11 +81,23 @@ ngx_http_kvroute_status_handler(ngx_http_request_t *r)
     size_t                          size;
     ngx_int_t                       rc;
     ngx_buf_t                      *b;
-    ngx_uint_t                      i, npeers;
+    ngx_uint_t                      i;
     ngx_chain_t                     out;
     ngx_http_kvroute_main_conf_t   *kmcf;
     ngx_http_upstream_srv_conf_t  **up;
-    ngx_http_upstream_rr_peers_t   *peers;
+
+    static u_char  types[] =
+        "# TYPE kvroute_inflight_requests gauge\n"
+        "# TYPE kvroute_inflight_prompt_tokens gauge\n"
+        "# TYPE kvroute_inflight_prefill_tokens gauge\n"
+        "# TYPE kvroute_indexed_blocks gauge\n"
+        "# TYPE kvroute_capacity_blocks gauge\n"
+        "# TYPE kvroute_capacity_evictions_total counter\n"
+        "# TYPE kvroute_decisions_total counter\n"
+        "# TYPE kvroute_decision_microseconds_total counter\n"
+        "# TYPE kvroute_index_entries gauge\n"
+        "# TYPE kvroute_index_capacity gauge\n"
+        "# TYPE kvroute_index_full_evictions_total counter\n";
 
     if (r->method != NGX_HTTP_GET && r->method != NGX_HTTP_HEAD) {
         return NGX_HTTP_NOT_ALLOWED;
@@ -57,13 +111,12 @@ ngx_http_kvroute_status_handler(ngx_http_request_t *r)
     kmcf = ngx_http_get_module_main_conf(r, ngx_http_kvroute_module);
     up = kmcf->upstreams.elts;
 
-    size = 16 * NGX_HTTP_KVROUTE_LINE;
+    /* the exact room: every name at its length, every number at its widest */
+
+    size = sizeof(types) - 1;
 
     for (i = 0; i < kmcf->upstreams.nelts; i++) {
-        peers = up[i]->peer.data;
-        npeers = peers->number + (peers->next ? peers->next->number : 0);
-        size += (24 * npeers + NGX_HTTP_KVROUTE_R_LAST + 8)
-                * NGX_HTTP_KVROUTE_LINE;
+        size += ngx_http_kvroute_status_size(up[i]);
     }
 
     b = ngx_create_temp_buf(r->pool, size);
@@ -71,32 +124,10 @@ ngx_http_kvroute_status_handler(ngx_http_request_t *r)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    b->last = ngx_cpymem(b->last,
-        "# TYPE kvroute_inflight_requests gauge\n"
-        "# TYPE kvroute_inflight_prompt_tokens gauge\n"
-        "# TYPE kvroute_inflight_prefill_tokens gauge\n"
-        "# TYPE kvroute_indexed_blocks gauge\n"
-        "# TYPE kvroute_capacity_blocks gauge\n"
-        "# TYPE kvroute_capacity_evictions_total counter\n"
-        "# TYPE kvroute_decisions_total counter\n"
-        "# TYPE kvroute_decision_microseconds_total counter\n"
-        "# TYPE kvroute_index_entries gauge\n"
-        "# TYPE kvroute_index_capacity gauge\n"
-        "# TYPE kvroute_index_full_evictions_total counter\n",
-        sizeof("# TYPE kvroute_inflight_requests gauge\n"
-               "# TYPE kvroute_inflight_prompt_tokens gauge\n"
-               "# TYPE kvroute_inflight_prefill_tokens gauge\n"
-               "# TYPE kvroute_indexed_blocks gauge\n"
-               "# TYPE kvroute_capacity_blocks gauge\n"
-               "# TYPE kvroute_capacity_evictions_total counter\n"
-               "# TYPE kvroute_decisions_total counter\n"
-               "# TYPE kvroute_decision_microseconds_total counter\n"
-               "# TYPE kvroute_index_entries gauge\n"
-               "# TYPE kvroute_index_capacity gauge\n"
-               "# TYPE kvroute_index_full_evictions_total counter\n") - 1);
+    b->last = ngx_cpymem(b->last, types, sizeof(types) - 1);
 
     for (i = 0; i < kmcf->upstreams.nelts; i++) {
-        b->last = ngx_http_kvroute_status_upstream(b->last, up[i]);
+        b->last = ngx_http_kvroute_status_upstream(b->last, b->end, up[i]);
         if (b->last == NULL) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
@@ -124,21 +155,99 @@ ngx_http_kvroute_status_handler(ngx_http_request_t *r)
 }
 
 
-static u_char *
-ngx_http_kvroute_status_upstream(u_char *p,
-    ngx_http_upstream_srv_conf_t *uscf)
+/* the most ngx_http_kvroute_status_upstream() writes for an upstream */
+
+static size_t
+ngx_http_kvroute_status_size(ngx_http_upstream_srv_conf_t *uscf)
 {
-    uint64_t                       requests, tokens, prefill;
-    ngx_int_t                      slot;
-    ngx_str_t                     *zname;
-    ngx_uint_t                     i, j;
-    kvr_index_stats_t              stats;
-    kvr_index_slot_info_t          info;
-    ngx_http_kvroute_events_stats_t  *ev;
-    ngx_http_kvroute_zone_t       *zone;
+    size_t                         size, zone, labels;
+    ngx_uint_t                     j;
+    ngx_http_kvroute_srv_conf_t   *kcf;
     ngx_http_upstream_rr_peer_t   *peer;
     ngx_http_upstream_rr_peers_t  *peers, *list;
-    ngx_http_kvroute_srv_conf_t   *kcf;
+
+    kcf = ngx_http_conf_upstream_srv_conf(uscf, ngx_http_kvroute_module);
+    peers = uscf->peer.data;
+
+    size = 0;
+
+    for (list = peers; list; list = list->next) {
+        for (peer = list->peer; peer; peer = peer->next) {
+
+            /* {upstream="...",server="..."[,backup="1"]} */
+
+            labels = sizeof("{upstream=\"\",server=\"\"}") - 1
+                     + uscf->host.len + peer->name.len
+                     + (list == peers ? 0 : sizeof(",backup=\"1\"") - 1);
+
+            size += ngx_http_kvroute_status_lines_size(
+                        ngx_http_kvroute_peer_metrics, labels);
+
+            if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) {
+                size += ngx_http_kvroute_status_lines_size(
+                            ngx_http_kvroute_events_metrics, labels);
+            }
+        }
+    }
+
+    zone = kcf->zone->shm_zone->shm.name.len;
+
+    if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) {
+        size += sizeof("kvroute_events_helper_starts_total{zone=\"\"} \n") - 1
+                + zone + NGX_ATOMIC_T_LEN;
+    }
+
+    for (j = 0; j < NGX_HTTP_KVROUTE_R_LAST; j++) {
+        size += sizeof("kvroute_decisions_total{zone=\"\",reason=\"\"} \n") - 1
+                + zone + ngx_http_kvroute_reason_names[j].len
+                + NGX_ATOMIC_T_LEN;
+    }
+
+    size += sizeof("kvroute_decision_microseconds_total{zone=\"\"} \n") - 1
+            + zone + NGX_ATOMIC_T_LEN;
+
+    size += sizeof("kvroute_index_entries{zone=\"\"} \n"
+                   "kvroute_index_capacity{zone=\"\"} \n"
+                   "kvroute_index_full_evictions_total{zone=\"\"} \n") - 1
+            + 3 * (zone + NGX_INT64_LEN);
+
+    return size;
+}
+
+
+/* "metric{labels} value\n" for each metric of a server */
+
+static size_t
+ngx_http_kvroute_status_lines_size(ngx_str_t *metrics, size_t labels)
+{
+    size_t  size;
+
+    size = 0;
+
+    for ( /* void */ ; metrics->len; metrics++) {
+        size += metrics->len + labels + sizeof(" \n") - 1 + NGX_INT64_LEN;
+    }
+
+    return size;
+}
+
+
+static u_char *
+ngx_http_kvroute_status_upstream(u_char *p, u_char *last,
+    ngx_http_upstream_srv_conf_t *uscf)
+{
+    uint64_t                          requests, tokens, prefill;
+    uint64_t                          values[NGX_HTTP_KVROUTE_EVENTS_METRICS];
+    ngx_int_t                         slot;
+    ngx_str_t                        *zname;
+    ngx_uint_t                        i, j, backup;
+    kvr_index_stats_t                 stats;
+    kvr_index_slot_info_t             info;
+    ngx_http_kvroute_zone_t          *zone;
+    ngx_http_upstream_rr_peer_t      *peer;
+    ngx_http_upstream_rr_peers_t     *peers, *list;
+    ngx_http_kvroute_srv_conf_t      *kcf;
+    ngx_http_kvroute_events_stats_t  *ev;
 
     kcf = ngx_http_conf_upstream_srv_conf(uscf, ngx_http_kvroute_module);
     zone = kcf->zone;
@@ -154,6 +263,8 @@ ngx_http_kvroute_status_upstream(u_char *p,
     i = 0;
 
     for (list = peers; list; list = list->next) {
+        backup = (list != peers);
+
         for (peer = list->peer; peer; peer = peer->next, i++) {
             slot = (i < kcf->nslots) ? kcf->slots[i] : -1;
 
@@ -167,89 +278,94 @@ ngx_http_kvroute_status_upstream(u_char *p,
 
             ngx_http_kvroute_load(zone, slot, &requests, &tokens, &prefill);
 
-#define NGX_HTTP_KVROUTE_PEER_LINE(metric, value)                            \
-            p = ngx_sprintf(p, metric "{upstream=\"%V\",server=\"%V\"%s} "   \
-                            "%uL\n", &uscf->host, &peer->name,              \
-                            list == peers ? "" : ",backup=\"1\"",           \
-                            (uint64_t) (value))
+            /* in the order of ngx_http_kvroute_peer_metrics[] */
 
-            NGX_HTTP_KVROUTE_PEER_LINE("kvroute_inflight_requests", requests);
-            NGX_HTTP_KVROUTE_PEER_LINE("kvroute_inflight_prompt_tokens",
-                                       tokens);
-            NGX_HTTP_KVROUTE_PEER_LINE("kvroute_inflight_prefill_tokens",
-                                       prefill);
-            NGX_HTTP_KVROUTE_PEER_LINE("kvroute_indexed_blocks", info.blocks);
-            NGX_HTTP_KVROUTE_PEER_LINE("kvroute_capacity_blocks",
-                                       info.capacity);
-            NGX_HTTP_KVROUTE_PEER_LINE("kvroute_capacity_evictions_total",
-                                       info.evictions);
+            values[0] = requests;
+            values[1] = tokens;
+            values[2] = prefill;
+            values[3] = info.blocks;
+            values[4] = info.capacity;
+            values[5] = info.evictions;
 
-            if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV && slot >= 0) {
-                ev = &zone->sh->events[slot];
+            p = ngx_http_kvroute_status_lines(p, last,
+                                              ngx_http_kvroute_peer_metrics,
+                                              values, &uscf->host,
+                                              &peer->name, backup);
 
-                NGX_HTTP_KVROUTE_PEER_LINE("kvroute_events_messages_total",
-                                           ev->messages);
-                NGX_HTTP_KVROUTE_PEER_LINE("kvroute_events_batches_total",
-                                           ev->batches);
-                NGX_HTTP_KVROUTE_PEER_LINE("kvroute_events_dropped_total",
-                                           ev->dropped);
-                NGX_HTTP_KVROUTE_PEER_LINE("kvroute_events_stored_blocks_total",
-                                           ev->stored);
-                NGX_HTTP_KVROUTE_PEER_LINE(
-                    "kvroute_events_removed_blocks_total", ev->removed);
-                NGX_HTTP_KVROUTE_PEER_LINE("kvroute_events_cleared_total",
-                                           ev->cleared);
-                NGX_HTTP_KVROUTE_PEER_LINE("kvroute_events_gaps_total",
-                                           ev->gaps);
-                NGX_HTTP_KVROUTE_PEER_LINE("kvroute_events_replays_total",
-                                           ev->replays);
-                NGX_HTTP_KVROUTE_PEER_LINE(
-                    "kvroute_events_replayed_batches_total", ev->replayed);
-                NGX_HTTP_KVROUTE_PEER_LINE("kvroute_events_stale",
-                                           ev->stale);
-                NGX_HTTP_KVROUTE_PEER_LINE("kvroute_events_stale_total",
-                                           ev->stale_total);
-                NGX_HTTP_KVROUTE_PEER_LINE("kvroute_events_connects_total",
-                                           ev->connects);
-                NGX_HTTP_KVROUTE_PEER_LINE("kvroute_events_orphans_total",
-                                           ev->orphans);
-                NGX_HTTP_KVROUTE_PEER_LINE(
-                    "kvroute_events_block_size_mismatch_total",
-                    ev->bad_block_size);
-                NGX_HTTP_KVROUTE_PEER_LINE(
-                    "kvroute_events_last_age_seconds",
-                    ev->last_msec ? (ngx_current_msec - ev->last_msec) / 1000
-                                  : 0);
+            if (kcf->mode != NGX_HTTP_KVROUTE_MODE_KV || slot < 0) {
+                continue;
             }
 
-#undef NGX_HTTP_KVROUTE_PEER_LINE
+            /* in the order of ngx_http_kvroute_events_metrics[] */
+
+            ev = &zone->sh->events[slot];
+
+            values[0] = ev->messages;
+            values[1] = ev->batches;
+            values[2] = ev->dropped;
+            values[3] = ev->stored;
+            values[4] = ev->removed;
+            values[5] = ev->cleared;
+            values[6] = ev->gaps;
+            values[7] = ev->replays;
+            values[8] = ev->replayed;
+            values[9] = ev->stale;
+            values[10] = ev->stale_total;
+            values[11] = ev->connects;
+            values[12] = ev->orphans;
+            values[13] = ev->bad_block_size;
+            values[14] = ev->last_msec
+                         ? (ngx_current_msec - ev->last_msec) / 1000 : 0;
+
+            p = ngx_http_kvroute_status_lines(p, last,
+                                              ngx_http_kvroute_events_metrics,
+                                              values, &uscf->host,
+                                              &peer->name, backup);
         }
     }
 
     if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) {
-        p = ngx_sprintf(p, "kvroute_events_helper_starts_total{zone=\"%V\"} "
-                        "%uA\n", zname, zone->sh->helper_starts);
+        p = ngx_slprintf(p, last,
+                         "kvroute_events_helper_starts_total{zone=\"%V\"} "
+                         "%uA\n", zname, zone->sh->helper_starts);
     }
 
     for (j = 0; j < NGX_HTTP_KVROUTE_R_LAST; j++) {
-        p = ngx_sprintf(p, "kvroute_decisions_total{zone=\"%V\","
-                        "reason=\"%V\"} %uA\n", zname,
-                        &ngx_http_kvroute_reason_names[j],
-                        zone->sh->decisions[j]);
+        p = ngx_slprintf(p, last, "kvroute_decisions_total{zone=\"%V\","
+                         "reason=\"%V\"} %uA\n", zname,
+                         &ngx_http_kvroute_reason_names[j],
+                         zone->sh->decisions[j]);
     }
 
-    p = ngx_sprintf(p, "kvroute_decision_microseconds_total{zone=\"%V\"} "
-                    "%uA\n", zname, zone->sh->decision_usec);
+    p = ngx_slprintf(p, last,
+                     "kvroute_decision_microseconds_total{zone=\"%V\"} "
+                     "%uA\n", zname, zone->sh->decision_usec);
 
     ngx_http_kvroute_lock(zone);
     kvr_index_stats(zone->sh->index, &stats);
     ngx_http_kvroute_unlock(zone);
 
-    p = ngx_sprintf(p, "kvroute_index_entries{zone=\"%V\"} %uL\n"
-                    "kvroute_index_capacity{zone=\"%V\"} %uL\n"
-                    "kvroute_index_full_evictions_total{zone=\"%V\"} %uL\n",
-                    zname, stats.entries, zname, stats.capacity,
-                    zname, stats.evictions_full);
+    p = ngx_slprintf(p, last,
+                     "kvroute_index_entries{zone=\"%V\"} %uL\n"
+                     "kvroute_index_capacity{zone=\"%V\"} %uL\n"
+                     "kvroute_index_full_evictions_total{zone=\"%V\"} %uL\n",
+                     zname, stats.entries, zname, stats.capacity,
+                     zname, stats.evictions_full);
+
+    return p;
+}
+
+
+static u_char *
+ngx_http_kvroute_status_lines(u_char *p, u_char *last, ngx_str_t *metrics,
+    uint64_t *values, ngx_str_t *upstream, ngx_str_t *server,
+    ngx_uint_t backup)
+{
+    for ( /* void */ ; metrics->len; metrics++, values++) {
+        p = ngx_slprintf(p, last, "%V{upstream=\"%V\",server=\"%V\"%s} %uL\n",
+                         metrics, upstream, server,
+                         backup ? ",backup=\"1\"" : "", *values);
+    }
 
     return p;
 }
