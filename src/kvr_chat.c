@@ -277,13 +277,6 @@ kvr_chat_config_set_limits(kvr_chat_config_t *cfg,
 }
 
 
-const kvr_jinja_tpl_t *
-kvr_chat_config_template(const kvr_chat_config_t *cfg)
-{
-    return cfg->tpl;
-}
-
-
 /* request side */
 
 static void

@@ -59,9 +59,6 @@ void kvr_chat_config_free(kvr_chat_config_t *cfg);
 void kvr_chat_config_set_limits(kvr_chat_config_t *cfg,
     const kvr_jinja_limits_t *limits);
 
-const kvr_jinja_tpl_t *kvr_chat_config_template(
-    const kvr_chat_config_t *cfg);
-
 
 /*
  * Renders the chat request whose body object is node root of doc into

@@ -151,9 +151,6 @@ void kvr_jinja_dict_set(kvr_jinja_render_t *r, kvr_jv_t *dict,
     const char *key, size_t key_len, kvr_jv_t *val);
 /* a string value's bytes (and length), or NULL for other types */
 const char *kvr_jinja_str_ptr(const kvr_jv_t *v, size_t *len);
-/* a dict's value for key, or NULL */
-kvr_jv_t *kvr_jinja_dict_get(kvr_jv_t *dict, const char *key,
-    size_t key_len);
 
 
 #endif /* _KVR_JINJA_H_INCLUDED_ */

@@ -1638,17 +1638,6 @@ kvr_jinja_dict_set(kvr_jinja_render_t *r, kvr_jv_t *dict, const char *key,
 }
 
 
-kvr_jv_t *
-kvr_jinja_dict_get(kvr_jv_t *dict, const char *key, size_t key_len)
-{
-    if (dict == NULL || dict->type != KVR_JV_DICT) {
-        return NULL;
-    }
-
-    return kvr_jdict_get_str(dict->u.dict, key, key_len);
-}
-
-
 const char *
 kvr_jinja_str_ptr(const kvr_jv_t *v, size_t *len)
 {

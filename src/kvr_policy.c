@@ -553,19 +553,6 @@ kvr_policy_mix(uint64_t a, uint64_t b)
 }
 
 
-const char *
-kvr_pick_name(kvr_pick_e why)
-{
-    static const char  *names[] = { "overlap", "home", "load", "cost" };
-
-    if ((size_t) why < sizeof(names) / sizeof(names[0])) {
-        return names[why];
-    }
-
-    return "unknown";
-}
-
-
 int
 kvr_policy_from_name(const char *name, size_t len)
 {

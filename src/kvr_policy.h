@@ -75,8 +75,6 @@ size_t kvr_policy_pick(const kvr_policy_conf_t *conf,
     const kvr_candidate_t *cand, size_t n, const kvr_demand_t *demand,
     kvr_pick_e *why);
 
-const char *kvr_pick_name(kvr_pick_e why);
-
 /* parses "kvroute" / "dynamo" / "cost"; -1 when unknown */
 int kvr_policy_from_name(const char *name, size_t len);
 

@@ -73,13 +73,6 @@ kvr_tok_added_free(kvr_tok_added_t *at)
 }
 
 
-size_t
-kvr_tok_added_count(const kvr_tok_added_t *at)
-{
-    return at->n_tokens;
-}
-
-
 static uint32_t
 kvr_added_new_node(kvr_tok_added_t *at, uint8_t byte)
 {

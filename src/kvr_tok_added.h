@@ -44,8 +44,5 @@ int kvr_tok_added_add(kvr_tok_added_t *at, const uint8_t *content,
 int kvr_tok_added_find(const kvr_tok_added_t *at, const uint8_t *s,
     size_t len, size_t from, kvr_tok_added_match_t *m);
 
-/* the number of added tokens */
-size_t kvr_tok_added_count(const kvr_tok_added_t *at);
-
 
 #endif /* _KVR_TOK_ADDED_H_INCLUDED_ */

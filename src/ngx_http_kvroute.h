@@ -170,7 +170,6 @@ typedef struct {
 
 typedef struct {
     ngx_flag_t                       read_body;
-    ngx_flag_t                       status;
 } ngx_http_kvroute_loc_conf_t;
 
 

@@ -41,7 +41,7 @@ static void ngx_http_kvroute_free_peer(ngx_peer_connection_t *pc,
     void *data, ngx_uint_t state);
 static ngx_int_t ngx_http_kvroute_fallback(ngx_peer_connection_t *pc,
     ngx_http_kvroute_peer_data_t *kp, ngx_uint_t reason);
-static ngx_int_t ngx_http_kvroute_charge(ngx_http_kvroute_peer_data_t *kp,
+static void ngx_http_kvroute_charge(ngx_http_kvroute_peer_data_t *kp,
     ngx_http_upstream_rr_peer_t *chosen, ngx_uint_t overlap);
 static void ngx_http_kvroute_decided(ngx_peer_connection_t *pc,
     ngx_http_kvroute_peer_data_t *kp, ngx_uint_t reason);
@@ -162,7 +162,6 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
     uint32_t                        predicted[NGX_HTTP_KVROUTE_MAX_PEERS];
     uint64_t                        requests, tokens, prefill;
     uintptr_t                       m;
-    ngx_int_t                       rc;
     ngx_uint_t                      i, n, k, base, reason;
     kvr_pick_e                      why;
     kvr_demand_t                    demand;
@@ -386,10 +385,7 @@ found:
     m = (uintptr_t) 1 << i % (8 * sizeof(uintptr_t));
     rrp->tried[i / (8 * sizeof(uintptr_t))] |= m;
 
-    rc = ngx_http_kvroute_charge(kp, peers_of[chosen], ctx->overlap);
-    if (rc != NGX_OK) {
-        return rc;
-    }
+    ngx_http_kvroute_charge(kp, peers_of[chosen], ctx->overlap);
 
     ngx_http_kvroute_decided(pc, kp, reason);
 
@@ -597,9 +593,7 @@ ngx_http_kvroute_fallback(ngx_peer_connection_t *pc,
 
     kp->ctx->overlap = 0;
 
-    if (ngx_http_kvroute_charge(kp, kp->rrp.current, 0) != NGX_OK) {
-        return NGX_ERROR;
-    }
+    ngx_http_kvroute_charge(kp, kp->rrp.current, 0);
 
     ngx_http_kvroute_decided(pc, kp, reason);
 
@@ -607,7 +601,7 @@ ngx_http_kvroute_fallback(ngx_peer_connection_t *pc,
 }
 
 
-static ngx_int_t
+static void
 ngx_http_kvroute_charge(ngx_http_kvroute_peer_data_t *kp,
     ngx_http_upstream_rr_peer_t *chosen, ngx_uint_t overlap)
 {
@@ -635,7 +629,7 @@ ngx_http_kvroute_charge(ngx_http_kvroute_peer_data_t *kp,
 located:
 
     if (slot < 0 || kp->conf->zone->row < 0) {
-        return NGX_OK;
+        return;
     }
 
     row = &kp->conf->zone->sh->rows[kp->conf->zone->row];
@@ -650,8 +644,6 @@ located:
     (void) ngx_atomic_fetch_add(&row->requests[slot], 1);
     (void) ngx_atomic_fetch_add(&row->tokens[slot], kp->charged_tokens);
     (void) ngx_atomic_fetch_add(&row->prefill[slot], kp->charged_prefill);
-
-    return NGX_OK;
 }
 
 
