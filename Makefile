@@ -28,10 +28,9 @@ include mk/bench.mk
 include mk/demo.mk
 include mk/fuzz.mk
 include mk/tokenizer.mk
--include mk/jinja.mk
--include mk/events.mk
--include mk/asan.mk
--include mk/faults.mk
+include mk/jinja.mk
+include mk/asan.mk
+include mk/faults.mk
 
 # the whole suite again against the module built with ASan + UBSan
 TEST_TARGETS += test-asan
