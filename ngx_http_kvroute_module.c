@@ -23,6 +23,9 @@ static char *ngx_http_kvroute_capacity(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_kvroute_events(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static ngx_int_t ngx_http_kvroute_check_server(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us, char *directive, ngx_str_t *server,
+    u_char *file_name, ngx_uint_t line);
 static char *ngx_http_kvroute_load_tokenizer(ngx_conf_t *cf,
     ngx_http_kvroute_srv_conf_t *kcf, ngx_str_t *json, ngx_str_t *config);
 static void ngx_http_kvroute_free_tokenizer(void *data);
@@ -490,6 +493,8 @@ ngx_http_kvroute(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     kcf->upstream = uscf;
+    kcf->file_name = cf->conf_file->file.name.data;
+    kcf->line = cf->conf_file->line;
 
     uscf->peer.init_upstream = ngx_http_kvroute_init_upstream;
 
@@ -577,6 +582,8 @@ ngx_http_kvroute_capacity(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     c->server = value[1];
     c->blocks = blocks;
+    c->file_name = cf->conf_file->file.name.data;
+    c->line = cf->conf_file->line;
 
     return NGX_CONF_OK;
 }
@@ -628,6 +635,8 @@ ngx_http_kvroute_events(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     o->server = value[1];
     o->endpoint = value[2];
     ngx_str_null(&o->replay);
+    o->file_name = cf->conf_file->file.name.data;
+    o->line = cf->conf_file->line;
 
     if (cf->args->nelts == 4) {
         if (ngx_strncmp(value[3].data, "replay=", 7) != 0) {
@@ -641,6 +650,100 @@ ngx_http_kvroute_events(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     return NGX_CONF_OK;
+}
+
+
+/*
+ * Called from init_upstream, once the upstream's servers are known:
+ * mode=kv needs to know where events come from, and kvroute_capacity and
+ * kvroute_events lines must name servers of the upstream (a misspelt one
+ * would otherwise never apply).
+ */
+
+ngx_int_t
+ngx_http_kvroute_check_servers(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us)
+{
+    ngx_uint_t                    i;
+    ngx_http_kvroute_capacity_t  *c;
+    ngx_http_kvroute_override_t  *o;
+    ngx_http_kvroute_srv_conf_t  *kcf;
+
+    kcf = ngx_http_conf_upstream_srv_conf(us, ngx_http_kvroute_module);
+
+    if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV && kcf->events_port == 0
+        && kcf->events_overrides == NULL)
+    {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "\"mode=kv\" needs \"events_port\" (the port of each "
+                      "server's KV event publisher) or \"kvroute_events\" "
+                      "lines in upstream \"%V\" in %s:%ui",
+                      &us->host, kcf->file_name, kcf->line);
+        return NGX_ERROR;
+    }
+
+    if (kcf->capacity_overrides) {
+        c = kcf->capacity_overrides->elts;
+
+        for (i = 0; i < kcf->capacity_overrides->nelts; i++) {
+            if (ngx_http_kvroute_check_server(cf, us, "kvroute_capacity",
+                                              &c[i].server, c[i].file_name,
+                                              c[i].line)
+                != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+        }
+    }
+
+    if (kcf->events_overrides) {
+        o = kcf->events_overrides->elts;
+
+        for (i = 0; i < kcf->events_overrides->nelts; i++) {
+            if (ngx_http_kvroute_check_server(cf, us, "kvroute_events",
+                                              &o[i].server, o[i].file_name,
+                                              o[i].line)
+                != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/* a server is named as its peers are: address:port, as resolved */
+
+static ngx_int_t
+ngx_http_kvroute_check_server(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us, char *directive, ngx_str_t *server,
+    u_char *file_name, ngx_uint_t line)
+{
+    ngx_http_upstream_rr_peer_t   *peer;
+    ngx_http_upstream_rr_peers_t  *peers, *list;
+
+    peers = us->peer.data;
+
+    for (list = peers; list; list = list->next) {
+        for (peer = list->peer; peer; peer = peer->next) {
+            if (peer->name.len == server->len
+                && ngx_strncmp(peer->name.data, server->data, server->len)
+                   == 0)
+            {
+                return NGX_OK;
+            }
+        }
+    }
+
+    ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                  "\"%s\" names \"%V\", which is not a server of upstream "
+                  "\"%V\" (servers are named by address:port, as "
+                  "\"%V\") in %s:%ui", directive, server, &us->host,
+                  &peers->peer->name, file_name, line);
+
+    return NGX_ERROR;
 }
 
 

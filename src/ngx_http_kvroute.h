@@ -141,6 +141,8 @@ typedef struct {
     char                            *rendered;   /* per process scratch */
 
     ngx_http_upstream_srv_conf_t    *upstream;
+    u_char                          *file_name;  /* of the kvroute line */
+    ngx_uint_t                       line;
 
     /* kv mode: blocks of recent routes, predicted until events come */
     ngx_uint_t                       predict;
@@ -158,6 +160,8 @@ typedef struct {
     ngx_str_t                        server;     /* as the peer is named */
     ngx_str_t                        endpoint;   /* NUL-terminated */
     ngx_str_t                        replay;     /* NUL-terminated or empty */
+    u_char                          *file_name;
+    ngx_uint_t                       line;
 } ngx_http_kvroute_override_t;
 
 
@@ -165,6 +169,8 @@ typedef struct {
 typedef struct {
     ngx_str_t                        server;
     ngx_uint_t                       blocks;
+    u_char                          *file_name;
+    ngx_uint_t                       line;
 } ngx_http_kvroute_capacity_t;
 
 
@@ -214,6 +220,10 @@ extern ngx_str_t     ngx_http_kvroute_reason_names[];
 
 /* balancer */
 ngx_int_t ngx_http_kvroute_init_upstream(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us);
+
+/* configuration: what can be checked only once the servers are known */
+ngx_int_t ngx_http_kvroute_check_servers(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us);
 
 /* body: precontent reader and request analysis */

@@ -75,23 +75,13 @@ ngx_int_t
 ngx_http_kvroute_init_upstream(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us)
 {
-    ngx_http_kvroute_srv_conf_t  *kcf;
-
-    kcf = ngx_http_conf_upstream_srv_conf(us, ngx_http_kvroute_module);
-
-    /* checked here: kvroute_events lines follow the kvroute line */
-
-    if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV && kcf->events_port == 0
-        && kcf->events_overrides == NULL)
-    {
-        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                      "\"mode=kv\" needs \"events_port\" (the port of each "
-                      "server's KV event publisher) or \"kvroute_events\" "
-                      "lines in upstream \"%V\"", &us->host);
+    if (ngx_http_upstream_init_round_robin(cf, us) != NGX_OK) {
         return NGX_ERROR;
     }
 
-    if (ngx_http_upstream_init_round_robin(cf, us) != NGX_OK) {
+    /* checked here: kvroute_events lines and servers follow kvroute */
+
+    if (ngx_http_kvroute_check_servers(cf, us) != NGX_OK) {
         return NGX_ERROR;
     }
 

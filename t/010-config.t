@@ -7,6 +7,7 @@ use Kvroute::Bodies;
 
 my $port = $ENV{TEST_NGINX_PORT} || 1984;
 $ENV{TEST_NGINX_B1} = $port + 1;
+$ENV{TEST_NGINX_B2} = $port + 2;
 
 repeat_each(1);
 no_shuffle();
@@ -298,3 +299,86 @@ upstream llm { kvroute policy=cost corun=lots; server 127.0.0.1:8000; }
 --- must_die
 --- error_log
 invalid "corun" value "lots"
+
+
+
+=== TEST 22: kvroute_capacity naming no server of the upstream, with file:line
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+include ../html/capacity.conf;
+--- user_files
+>>> capacity.conf
+upstream llm {
+    kvroute capacity=585;
+    server 127.0.0.1:8000;
+    kvroute_capacity 127.0.0.1:8001 100;
+}
+--- config
+--- must_die
+--- error_log eval
+qr/\[emerg\] .*"kvroute_capacity" names "127\.0\.0\.1:8001", which is not a server of upstream "llm" \(servers are named by address:port, as "127\.0\.0\.1:8000"\) in \S*\/html\/capacity\.conf:4$/
+
+
+
+=== TEST 23: kvroute_events naming no server of the upstream, with file:line
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+include ../html/events.conf;
+--- user_files
+>>> events.conf
+upstream llm {
+    kvroute mode=kv events_port=5557;
+    kvroute_events 127.0.0.1:9000 tcp://127.0.0.1:5558;
+    server 127.0.0.1:8000;
+    server 127.0.0.1:8001 backup;
+}
+--- config
+--- must_die
+--- error_log eval
+qr/\[emerg\] .*"kvroute_events" names "127\.0\.0\.1:9000", which is not a server of upstream "llm" \(servers are named by address:port, as "127\.0\.0\.1:8000"\) in \S*\/html\/events\.conf:3$/
+
+
+
+=== TEST 24: mode=kv without events: the kvroute line's file:line
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+include ../html/kv.conf;
+--- user_files
+>>> kv.conf
+upstream llm {
+    zone llm 64k;
+
+    kvroute mode=kv;
+    server 127.0.0.1:8000;
+}
+--- config
+--- must_die
+--- error_log eval
+qr/\[emerg\] .*"mode=kv" needs "events_port" .* in upstream "llm" in \S*\/html\/kv\.conf:4$/
+
+
+
+=== TEST 25: kvroute_capacity and kvroute_events naming a primary and a backup
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm {
+    kvroute mode=kv events_port=+100 capacity=100;
+    kvroute_capacity 127.0.0.1:$TEST_NGINX_B1 50;
+    kvroute_events 127.0.0.1:$TEST_NGINX_B2 tcp://127.0.0.1:5999;
+    server 127.0.0.1:$TEST_NGINX_B1;
+    server 127.0.0.1:$TEST_NGINX_B2 backup;
+    kvroute_capacity 127.0.0.1:$TEST_NGINX_B2 70;
+}
+--- config
+location = /kvroute_status { kvroute_status; }
+--- request
+GET /kvroute_status
+--- response_body_like eval
+qr/^kvroute_capacity_blocks\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX_B1}"\} 50\n(?:.*\n)*kvroute_capacity_blocks\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX_B2}",backup="1"\} 70\n/m
+--- no_error_log
+[error]
+[emerg]
