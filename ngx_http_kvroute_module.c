@@ -749,15 +749,20 @@ ngx_http_kvroute_check_server(ngx_conf_t *cf,
 
 /*
  * The tokenizer is loaded once, here in the master; workers share it
- * copy-on-write.  One that kvroute cannot reproduce exactly is refused.
+ * copy-on-write, and upstreams naming the same files share it too.  One
+ * that kvroute cannot reproduce exactly is refused.
  */
 
 static char *
 ngx_http_kvroute_load_tokenizer(ngx_conf_t *cf,
     ngx_http_kvroute_srv_conf_t *kcf, ngx_str_t *json, ngx_str_t *config)
 {
-    char                 err[256];
-    ngx_pool_cleanup_t  *cln;
+    char                           err[256];
+    size_t                         max_input;
+    ngx_uint_t                     i;
+    ngx_pool_cleanup_t            *cln;
+    ngx_http_kvroute_main_conf_t  *kmcf;
+    ngx_http_kvroute_tokenizer_t  *t;
 
     if (json->len == 0 || ngx_conf_full_name(cf->cycle, json, 1) != NGX_OK) {
         return NGX_CONF_ERROR;
@@ -766,6 +771,45 @@ ngx_http_kvroute_load_tokenizer(ngx_conf_t *cf,
     if (config->len && ngx_conf_full_name(cf->cycle, config, 1) != NGX_OK) {
         return NGX_CONF_ERROR;
     }
+
+    max_input = kcf->max_body + NGX_HTTP_KVROUTE_RENDER_EXTRA;
+
+    kmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_kvroute_module);
+
+    t = kmcf->tokenizers.elts;
+
+    for (i = 0; i < kmcf->tokenizers.nelts; i++) {
+        if (t[i].json.len != json->len
+            || ngx_strncmp(t[i].json.data, json->data, json->len) != 0
+            || t[i].config.len != config->len
+            || ngx_strncmp(t[i].config.data, config->data, config->len) != 0)
+        {
+            continue;
+        }
+
+        /* each upstream refuses bodies beyond its own max_body first */
+
+        if (max_input > t[i].max_input) {
+            t[i].max_input = max_input;
+            kvr_tokenizer_set_max_input(t[i].tokenizer, max_input);
+        }
+
+        kcf->tokenizer = t[i].tokenizer;
+        kcf->chat = t[i].chat;
+
+        return NGX_CONF_OK;
+    }
+
+    t = ngx_array_push(&kmcf->tokenizers);
+    if (t == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(t, sizeof(ngx_http_kvroute_tokenizer_t));
+
+    t->json = *json;
+    t->config = *config;
+    t->max_input = max_input;
 
     cln = ngx_pool_cleanup_add(cf->pool, 0);
     if (cln == NULL) {
@@ -789,8 +833,9 @@ ngx_http_kvroute_load_tokenizer(ngx_conf_t *cf,
     cln->handler = ngx_http_kvroute_free_tokenizer;
     cln->data = kcf->tokenizer;
 
-    kvr_tokenizer_set_max_input(kcf->tokenizer,
-                                kcf->max_body + NGX_HTTP_KVROUTE_RENDER_EXTRA);
+    t->tokenizer = kcf->tokenizer;
+
+    kvr_tokenizer_set_max_input(kcf->tokenizer, max_input);
 
     if (config->len == 0) {
         return NGX_CONF_OK;
@@ -821,6 +866,8 @@ ngx_http_kvroute_load_tokenizer(ngx_conf_t *cf,
 
     cln->handler = ngx_http_kvroute_free_chat;
     cln->data = kcf->chat;
+
+    t->chat = kcf->chat;
 
     return NGX_CONF_OK;
 }
@@ -928,6 +975,13 @@ ngx_http_kvroute_create_main_conf(ngx_conf_t *cf)
 
     if (ngx_array_init(&kmcf->upstreams, cf->pool, 4,
                        sizeof(ngx_http_upstream_srv_conf_t *))
+        != NGX_OK)
+    {
+        return NULL;
+    }
+
+    if (ngx_array_init(&kmcf->tokenizers, cf->pool, 2,
+                       sizeof(ngx_http_kvroute_tokenizer_t))
         != NGX_OK)
     {
         return NULL;

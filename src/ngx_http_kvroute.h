@@ -179,8 +179,19 @@ typedef struct {
 } ngx_http_kvroute_loc_conf_t;
 
 
+/* a tokenizer and its chat template, loaded once for every upstream */
+typedef struct {
+    ngx_str_t                        json;       /* full names */
+    ngx_str_t                        config;
+    size_t                           max_input;  /* the largest asked */
+    kvr_tokenizer_t                 *tokenizer;
+    kvr_chat_config_t               *chat;
+} ngx_http_kvroute_tokenizer_t;
+
+
 typedef struct {
     ngx_array_t                      upstreams;  /* srv_conf_t * */
+    ngx_array_t                      tokenizers; /* _tokenizer_t */
     ngx_uint_t                       kv;         /* upstreams in mode=kv */
     void                            *events;     /* the helper's state */
 } ngx_http_kvroute_main_conf_t;

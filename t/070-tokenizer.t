@@ -160,3 +160,46 @@ upstream llm { kvroute tokenizer=$TEST_NGINX_QWEN3/tokenizer_config.json; server
 --- must_die
 --- error_log eval
 qr/invalid "tokenizer" ".*tokenizer_config.json": /
+
+
+
+=== TEST 7: two upstreams naming the same files share one tokenizer; each keeps its max_body
+(the 120 kB prompt is beyond what the first upstream's max_body lets the
+tokenizer take, not beyond the second's)
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream small {
+    kvroute max_body=4k tokenizer=$TEST_NGINX_QWEN3/tokenizer.json
+            tokenizer_config=$TEST_NGINX_QWEN3/tokenizer_config.json;
+    server 127.0.0.1:$TEST_NGINX_B1;
+}
+upstream big {
+    kvroute max_body=1m tokenizer=$TEST_NGINX_QWEN3/tokenizer.json
+            tokenizer_config=$TEST_NGINX_QWEN3/tokenizer_config.json;
+    server 127.0.0.1:$TEST_NGINX_B2;
+}
+server { listen 127.0.0.1:$TEST_NGINX_B1; location / { return 200 "small\n"; } }
+server { listen 127.0.0.1:$TEST_NGINX_B2; location / { return 200 "big\n"; } }
+--- config
+client_body_buffer_size 1m;
+location /small/ {
+    proxy_pass http://small/;
+    add_header X-Kvroute "$kvroute_keys $kvroute_tokens $kvroute_reason";
+}
+location /big/ {
+    proxy_pass http://big/;
+    add_header X-Kvroute "$kvroute_keys $kvroute_tokens $kvroute_reason";
+}
+--- more_headers
+Content-Type: application/json
+--- request eval
+[ "POST /small/v1/completions\n" . JSON::PP->new->encode({ model => "m", prompt => $::Text }),
+  "POST /big/v1/completions\n" . JSON::PP->new->encode({ model => "m", prompt => "hello world " x 10000 }),
+  "POST /small/v1/completions\n" . JSON::PP->new->encode({ model => "m", prompt => "hello world " x 10000 }) ]
+--- response_body eval
+[ "small\n", "big\n", "small\n" ]
+--- response_headers_like eval
+[ "X-Kvroute: tokens 21 home", "X-Kvroute: tokens \\d{5} home", "X-Kvroute: - 0 too-large" ]
+--- no_error_log
+[error]
