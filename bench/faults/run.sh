@@ -171,7 +171,15 @@ held() {
         END { print n + 0 }' /proc/net/tcp
 }
 
-status() { curl -s -m 5 "http://127.0.0.1:$port/kvroute_status"; }
+status() { curl -sf -m 5 "http://127.0.0.1:$port/kvroute_status"; }
+
+# inflight_sum FILE: requests in flight in all workers, from a status page; -1
+# when FILE has no kvroute_inflight_requests line (nginx dead, no page), so
+# that "inflight == 0" cannot pass without one
+inflight_sum() {
+    awk 'index($0, "kvroute_inflight_requests{") == 1 { n++; t += $NF }
+         END { printf "%d\n", n ? t : -1 }' "$1"
+}
 
 # msum FILE NAME [SERVER]: sum of a metric's values (for one server)
 msum() {
@@ -292,7 +300,7 @@ $(servers 0 1 2)"
     load_wait "$dir"
     sleep 1
     status > "$dir/status.txt"
-    inflight=$(msum "$dir/status.txt" kvroute_inflight_requests)
+    inflight=$(inflight_sum "$dir/status.txt")
     exits=$(grep -c "worker process $victim exited on signal 9" \
             "$dir/logs/error.log")
     say "  workers before: $before; killed $victim holding $held client" \
@@ -363,7 +371,7 @@ $(servers 0 1 2)"
     local starts replays inflight entries overlap decisions replayed
     starts=$(msum "$dir/status.txt" kvroute_events_helper_starts_total)
     replays=$(msum "$dir/status.txt" kvroute_events_replays_total)
-    inflight=$(msum "$dir/status.txt" kvroute_inflight_requests)
+    inflight=$(inflight_sum "$dir/status.txt")
     entries=$(msum "$dir/status.txt" kvroute_indexed_blocks)
     replayed=$(msum "$dir/status.txt" kvroute_events_replayed_batches_total)
     overlap=$(grep 'reason="overlap"' "$dir/status.txt" | awk '{print $NF}')
@@ -467,7 +475,7 @@ $(servers 0 1 2)" "            $extra"
     sleep 1
     status > "$dir/status.txt"
     local inflight blocks_end refused prem lost
-    inflight=$(msum "$dir/status.txt" kvroute_inflight_requests)
+    inflight=$(inflight_sum "$dir/status.txt")
     blocks_end=$(msum "$dir/status.txt" kvroute_indexed_blocks "$s1")
     refused=$(grep -c 'Connection refused) while connecting to upstream' \
               "$dir/logs/error.log")
@@ -562,7 +570,7 @@ $(servers 1 2)"
     sleep 1
     status > "$dir/status.txt"
     local inflight workers
-    inflight=$(msum "$dir/status.txt" kvroute_inflight_requests)
+    inflight=$(inflight_sum "$dir/status.txt")
     workers=$(children 'worker process' | grep -c .)
     n1=$(echo $old1) n2=$(echo $old2)
     say "  reload 1 (+ engine 2): old workers $n1 gone after ${x1} ms;" \
@@ -625,7 +633,7 @@ $(servers 0 1 2)"
     evict=$(msum "$dir/status.txt" kvroute_index_full_evictions_total)
     routed=$(msum "$dir/status.txt" kvroute_decisions_total)
     entries=$(msum "$dir/status.txt" kvroute_index_entries)
-    inflight=$(msum "$dir/status.txt" kvroute_inflight_requests)
+    inflight=$(inflight_sum "$dir/status.txt")
     nomem_reason=$(grep 'reason="no-memory"' "$dir/status.txt" \
                    | awk '{print $NF}')
     nomem_log=$(grep -ci 'no memory' "$dir/logs/error.log")
@@ -708,7 +716,7 @@ $(servers 0 1 2)
     dropped=$(msum "$dir/status.txt" kvroute_events_dropped_total "$s2")
     stored=$(msum "$dir/status.txt" kvroute_events_stored_blocks_total "$s2")
     gaps=$(msum "$dir/status.txt" kvroute_events_gaps_total "$s2")
-    inflight=$(msum "$dir/status.txt" kvroute_inflight_requests)
+    inflight=$(inflight_sum "$dir/status.txt")
     # the last valid chain, asked through kvroute: engine 2 holds it
     local ids probe
     ids=$(sed -n 's/.*"last_chain_ids":\[\([0-9,]*\)\].*/\1/p' "$dir/flood.out")
