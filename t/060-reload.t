@@ -107,7 +107,8 @@ X-Kvroute: home 127.0.0.1:\d+
 
 
 
-=== TEST 4: a client that gives up on a slow server
+=== TEST 4: a client that gives up on a slow server: nginx closes the upstream
+(its request was in flight there; TEST 5 finds the charge returned)
 --- main_config eval: $::MainConfig
 --- http_config eval
 "upstream llm {
@@ -123,6 +124,9 @@ Content-Type: application/json
 --- timeout: 0.3
 --- abort
 --- ignore_response
+--- wait: 0.2
+--- error_log eval
+qr/client prematurely closed connection, so upstream connection is closed too.*request: "POST \/v1\/chat\/completions HTTP\/1\.1", upstream: "http:\/\/127\.0\.0\.1:$ENV{TEST_NGINX_B3}\/v1\/chat\/completions"/
 --- no_error_log
 [alert]
 
