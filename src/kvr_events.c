@@ -66,7 +66,8 @@ typedef enum {
     KVR_F_LORA_OR_META,     /* array position 7: lora_name or SGLang map */
     KVR_F_GROUP_IDX,
     KVR_F_SPEC_KIND,
-    KVR_F_SALT
+    KVR_F_SALT,
+    KVR_F_EXTRA
 } kvr_events_field_e;
 
 #define KVR_BIT(f)  (1u << (f))
@@ -79,23 +80,25 @@ typedef enum {
     (KVR_STORED_REQUIRED | KVR_BIT(KVR_F_LORA_ID) | KVR_BIT(KVR_F_MEDIUM)    \
      | KVR_BIT(KVR_F_LORA_NAME) | KVR_BIT(KVR_F_LORA_OR_META)                \
      | KVR_BIT(KVR_F_GROUP_IDX) | KVR_BIT(KVR_F_SPEC_KIND)                   \
-     | KVR_BIT(KVR_F_SALT))
+     | KVR_BIT(KVR_F_SALT) | KVR_BIT(KVR_F_EXTRA))
 
 #define KVR_REMOVED_REQUIRED  KVR_BIT(KVR_F_HASHES)
 
 #define KVR_REMOVED_FIELDS                                                   \
-    (KVR_REMOVED_REQUIRED | KVR_BIT(KVR_F_MEDIUM) | KVR_BIT(KVR_F_GROUP_IDX))
+    (KVR_REMOVED_REQUIRED | KVR_BIT(KVR_F_MEDIUM) | KVR_BIT(KVR_F_GROUP_IDX) \
+     | KVR_BIT(KVR_F_SPEC_KIND))
 
 
 /* array-era positions (after the tag) of each event's fields */
 static const uint8_t  kvr_events_stored_pos[] = {
     KVR_F_HASHES, KVR_F_PARENT, KVR_F_TOKENS, KVR_F_BLOCK_SIZE,
-    KVR_F_LORA_ID, KVR_F_MEDIUM, KVR_F_LORA_OR_META, KVR_F_IGNORE,
+    KVR_F_LORA_ID, KVR_F_MEDIUM, KVR_F_LORA_OR_META, KVR_F_EXTRA,
     KVR_F_GROUP_IDX, KVR_F_SPEC_KIND
 };
 
+/* Dynamo's positional tail: group_idx, kv_cache_spec_kind */
 static const uint8_t  kvr_events_removed_pos[] = {
-    KVR_F_HASHES, KVR_F_MEDIUM, KVR_F_GROUP_IDX
+    KVR_F_HASHES, KVR_F_MEDIUM, KVR_F_GROUP_IDX, KVR_F_SPEC_KIND
 };
 
 
@@ -147,6 +150,7 @@ typedef struct {
     kvr_event_t          ev;
     size_t               hash_off;
     size_t               token_off;
+    unsigned             has_extra:1;   /* extras at hash_off */
 } kvr_events_item_t;
 
 
@@ -155,9 +159,11 @@ struct kvr_events_decoder_s {
     kvr_events_item_t   *items;
     uint64_t            *hashes;
     uint32_t            *tokens;
+    uint64_t            *extras;        /* parallel to hashes */
     size_t               items_cap;
     size_t               hashes_cap;
     size_t               tokens_cap;
+    size_t               extras_cap;
     size_t               n_items;
     size_t               n_hashes;
     size_t               n_tokens;
@@ -170,12 +176,15 @@ typedef struct {
     kvr_event_t            ev;
     size_t                 hash_off;   /* of ev's hashes in dec->hashes */
     size_t                 token_off;
+    const uint8_t         *extra;      /* extra_keys' bytes, if an array */
+    const uint8_t         *extra_end;
     kvr_events_status_e    err;        /* why a NULL return, if not OK */
     uint32_t               seen;       /* fields decoded */
     uint32_t               bad;        /* fields with a bad value */
     uint32_t               depth;      /* levels a field value may have */
     unsigned               known:1;    /* an event to deliver */
     unsigned               malformed:1;
+    unsigned               has_extra:1;
 } kvr_events_ctx_t;
 
 
@@ -201,8 +210,12 @@ static const uint8_t *kvr_events_hash(const uint8_t *p, const uint8_t *end,
     uint64_t *hash);
 static const uint8_t *kvr_events_tokens(kvr_events_ctx_t *ctx,
     const uint8_t *p, const uint8_t *end);
+static const uint8_t *kvr_events_bigrams(kvr_events_ctx_t *ctx,
+    const uint8_t *p, const uint8_t *end, uint32_t n, uint32_t *tokens);
 static const uint8_t *kvr_events_meta(kvr_events_ctx_t *ctx,
     const uint8_t *p, const uint8_t *end);
+static int kvr_events_extra(kvr_events_ctx_t *ctx);
+static uint64_t kvr_events_digest(const uint8_t *p, const uint8_t *end);
 static const uint8_t *kvr_events_str(const uint8_t *p, const uint8_t *end,
     const uint8_t **s, size_t *len);
 static const uint8_t *kvr_events_int(const uint8_t *p, const uint8_t *end,
@@ -312,6 +325,7 @@ kvr_events_decoder_destroy(kvr_events_decoder_t *dec)
     free(dec->items);
     free(dec->hashes);
     free(dec->tokens);
+    free(dec->extras);
     free(dec);
 }
 
@@ -432,6 +446,8 @@ kvr_events_decode(kvr_events_decoder_t *dec, const uint8_t *buf, size_t len,
                                             : NULL;
         item->ev.token_ids = item->ev.n_tokens
                              ? dec->tokens + item->token_off : NULL;
+        item->ev.extra = item->has_extra ? dec->extras + item->hash_off
+                                         : NULL;
 
         batch->n_delivered++;
 
@@ -1004,6 +1020,7 @@ kvr_events_list(kvr_events_decoder_t *dec, const uint8_t *p,
         item->ev = ctx.ev;
         item->hash_off = ctx.hash_off;
         item->token_off = ctx.token_off;
+        item->has_extra = ctx.has_extra;
     }
 
     return p;
@@ -1209,9 +1226,16 @@ kvr_events_event(kvr_events_ctx_t *ctx, const uint8_t *p, const uint8_t *end)
         ctx->ev.medium_len = kept.medium_len;
         ctx->ev.group_idx = kept.group_idx;
         ctx->ev.has_group_idx = kept.has_group_idx;
+        ctx->ev.spec_kind = kept.spec_kind;
+        ctx->ev.spec_kind_len = kept.spec_kind_len;
+        ctx->has_extra = 0;
 
     } else if (type == KVR_EVENT_ALL_BLOCKS_CLEARED) {
         memset(&ctx->ev, 0, sizeof(kvr_event_t));
+        ctx->has_extra = 0;
+
+    } else if (ctx->extra != NULL && kvr_events_extra(ctx) != 0) {
+        return NULL;
     }
 
     ctx->ev.type = type;
@@ -1291,6 +1315,29 @@ kvr_events_field(kvr_events_ctx_t *ctx, kvr_events_field_e field,
         q = kvr_events_str(p, end, &ev->cache_salt, &ev->cache_salt_len);
         break;
 
+    case KVR_F_EXTRA:
+        ctx->extra = NULL;
+
+        if (p < end && *p == 0xc0) {
+            q = p + 1;
+            break;
+        }
+
+        q = kvr_mp_read(p, end, &v);
+        if (q == NULL || v.type != KVR_MP_ARRAY) {
+            q = NULL;
+            break;
+        }
+
+        /* read once all fields are known (kvr_events_extra) */
+        q = kvr_mp_skip(p, end, ctx->depth, &ctx->err);
+        if (q != NULL) {
+            ctx->extra = p;
+            ctx->extra_end = q;
+        }
+
+        break;
+
     case KVR_F_LORA_OR_META:
         /* SGLang's BlockStoredWithMetadata has a map where vLLM has a str */
         if (p < end && ((*p & 0xf0) == 0x80 || *p == 0xde || *p == 0xdf)) {
@@ -1352,6 +1399,10 @@ kvr_events_key(const uint8_t *key, size_t len)
     case 10:
         if (kvr_key_is("block_size")) {
             return KVR_F_BLOCK_SIZE;
+        }
+
+        if (kvr_key_is("extra_keys")) {
+            return KVR_F_EXTRA;
         }
 
         return kvr_key_is("cache_salt") ? KVR_F_SALT : KVR_F_IGNORE;
@@ -1495,8 +1546,20 @@ kvr_events_tokens(kvr_events_ctx_t *ctx, const uint8_t *p,
 
     n = (uint32_t) v.n;
     tokens = dec->tokens + dec->n_tokens;
+    i = 0;
 
-    for (i = 0; i < n; i++) {
+    /* SGLang with EAGLE: [[a, b], ...], a fixarray of 2 first */
+    if (n > 0 && p < end && *p == 0x92) {
+        p = kvr_events_bigrams(ctx, p, end, n, tokens);
+        if (p == NULL) {
+            return NULL;
+        }
+
+        ctx->ev.bigram = 1;
+        i = n;
+    }
+
+    for ( /* void */ ; i < n; i++) {
 
         if ((size_t) (end - p) >= 9) {
             c = *p;
@@ -1534,6 +1597,43 @@ kvr_events_tokens(kvr_events_ctx_t *ctx, const uint8_t *p,
     ctx->token_off = dec->n_tokens;
     ctx->ev.n_tokens = n;
     dec->n_tokens += n;
+
+    return p;
+}
+
+
+/*
+ * EAGLE bigram pairs: each [a, b] is a position's token a and the next
+ * position's b (Dynamo's KvTokenIds::Bigram); the page's own tokens are
+ * the first of each pair.  Every element must be a pair of u32 ints.
+ */
+static const uint8_t *
+kvr_events_bigrams(kvr_events_ctx_t *ctx, const uint8_t *p,
+    const uint8_t *end, uint32_t n, uint32_t *tokens)
+{
+    uint32_t  i, j;
+    kvr_mp_t  v;
+
+    (void) ctx;
+
+    for (i = 0; i < n; i++) {
+        if (p >= end || *p != 0x92) {
+            return NULL;
+        }
+
+        p++;
+
+        for (j = 0; j < 2; j++) {
+            p = kvr_mp_read(p, end, &v);
+            if (p == NULL || v.type != KVR_MP_UINT || v.n > UINT32_MAX) {
+                return NULL;
+            }
+
+            if (j == 0) {
+                tokens[i] = (uint32_t) v.n;
+            }
+        }
+    }
 
     return p;
 }
@@ -1587,6 +1687,138 @@ kvr_events_meta(kvr_events_ctx_t *ctx, const uint8_t *p, const uint8_t *end)
     }
 
     return p;
+}
+
+
+/*
+ * A BlockStored's extra_keys (kvr_events.h): for each block, 0 when all
+ * of its entry is what a request reproduces (nothing, the LoRA name or
+ * id first, the chain's cache_salt), else a digest of the entry.  The
+ * bytes were checked when the field was read.
+ */
+static int
+kvr_events_extra(kvr_events_ctx_t *ctx)
+{
+    uint64_t               b, m, k, n, d;
+    uint64_t              *out;
+    kvr_mp_t               v, x;
+    kvr_event_t           *ev;
+    const uint8_t         *p, *q, *e, *end;
+    kvr_events_decoder_t  *dec;
+
+    dec = ctx->dec;
+    ev = &ctx->ev;
+    n = ev->n_hashes;
+
+    if (kvr_events_reserve((void **) &dec->extras, &dec->extras_cap,
+                           ctx->hash_off + n, sizeof(uint64_t),
+                           dec->limits.max_hashes)
+        != 0)
+    {
+        ctx->err = KVR_EVENTS_ERR_NO_MEMORY;
+        return -1;
+    }
+
+    out = dec->extras + ctx->hash_off;
+    end = ctx->extra_end;
+    ctx->has_extra = 0;
+
+    p = kvr_mp_read(ctx->extra, end, &v);
+    if (p == NULL) {
+        ctx->err = KVR_EVENTS_ERR_MSGPACK;
+        return -1;
+    }
+
+    if (v.n != n) {
+        /* not one entry a block: no block is trusted */
+        d = kvr_events_digest(ctx->extra, end);
+
+        for (b = 0; b < n; b++) {
+            out[b] = d;
+        }
+
+        ctx->has_extra = (n > 0);
+        return 0;
+    }
+
+    for (b = 0; b < n; b++) {
+        q = kvr_mp_skip(p, end, ctx->depth, &ctx->err);
+        e = (q != NULL) ? kvr_mp_read(p, q, &v) : NULL;
+
+        if (e == NULL) {
+            if (ctx->err == KVR_EVENTS_OK) {
+                ctx->err = KVR_EVENTS_ERR_MSGPACK;
+            }
+
+            return -1;
+        }
+
+        out[b] = 0;
+
+        if (v.type == KVR_MP_NIL) {
+            p = q;
+            continue;
+        }
+
+        m = (v.type == KVR_MP_ARRAY) ? v.n : 1;
+        k = 0;
+
+        /* the LoRA adapter first: its name, or its id in older vLLM */
+
+        if (v.type == KVR_MP_ARRAY && m > 0
+            && kvr_mp_read(e, q, &x) != NULL)
+        {
+            if ((x.type == KVR_MP_STR && ev->lora_name != NULL
+                 && x.n == ev->lora_name_len
+                 && memcmp(x.data, ev->lora_name, ev->lora_name_len) == 0)
+                || ((x.type == KVR_MP_UINT || x.type == KVR_MP_NINT)
+                    && ev->has_lora_id && x.n == (uint64_t) ev->lora_id))
+            {
+                k = 1;
+                e = kvr_mp_read(e, q, &x);
+            }
+        }
+
+        /* the salt: the last str of a chain's first block */
+
+        if (v.type == KVR_MP_ARRAY && b == 0 && !ev->has_parent
+            && m - k == 1 && e != NULL
+            && kvr_mp_read(e, q, &x) != NULL && x.type == KVR_MP_STR)
+        {
+            k++;
+
+            if (ev->cache_salt == NULL) {
+                ev->cache_salt = x.data;
+                ev->cache_salt_len = (size_t) x.n;
+            }
+        }
+
+        if (k < m || v.type != KVR_MP_ARRAY) {
+            out[b] = kvr_events_digest(p, q);
+            ctx->has_extra = 1;
+        }
+
+        p = q;
+    }
+
+    return 0;
+}
+
+
+/* FNV-1a of bytes, never 0 (0 means "nothing to reproduce") */
+static uint64_t
+kvr_events_digest(const uint8_t *p, const uint8_t *end)
+{
+    uint64_t  h;
+
+    h = 0xcbf29ce484222325ull;
+
+    while (p < end) {
+        h ^= *p++;
+        h *= 0x100000001b3ull;
+    }
+
+    return h ? h : 1;
 }
 
 

@@ -28,7 +28,20 @@
  *     tag is counted in n_unknown and skipped;
  *   - SGLang: the same, plus an 8-element BlockStored whose element 7 is
  *     a map {"cache_salt": str | nil} instead of lora_name, and a
- *     "cache_salt" key in map events.
+ *     "cache_salt" key in map events;
+ *   - token_ids as ints, or as SGLang's EAGLE bigram pairs [[a, b], ...]
+ *     (each pair a position's token and the next one's): the first of
+ *     each pair is delivered, bigram set;
+ *   - BlockStored extra_keys (position 8, or the key): nil, or an array
+ *     of one entry per block, each nil or an array (vLLM: the LoRA name,
+ *     multimodal identifiers, cache_salt in the first block only, prompt
+ *     embedding digests, in that order).  Read for each block: the LoRA
+ *     name (or id) first is skipped; in the first block of a chain (no
+ *     parent) a single str left is the cache_salt (delivered in
+ *     cache_salt); anything else left is what a request cannot reproduce,
+ *     delivered in extra[] as a non-zero digest of the entry's bytes.
+ *     An extra_keys of another length than block_hashes, or an entry
+ *     that is neither nil nor an array, marks every block so.
  *
  * Hashes (block_hashes, parent_block_hash) become u64 handles:
  *   - an int of any width: its 64-bit two's complement (a negative int64
@@ -44,10 +57,10 @@
  * the rest of the batch goes on.  Required: BlockStored block_hashes,
  * parent_block_hash, token_ids, block_size (>= 1); BlockRemoved
  * block_hashes.  Optional fields, when present, must have their type (int
- * or nil, str or nil); ignored fields (extra_keys, session_id,
- * kv_cache_spec_sliding_window, ...) may be anything.  Token lists of
- * another shape (SGLang's EAGLE bigram pairs) are malformed.  Strings are
- * raw bytes, not checked for UTF-8.
+ * or nil, str or nil; extra_keys nil or an array); ignored fields
+ * (session_id, kv_cache_spec_sliding_window, ...) may be anything.  Token
+ * lists of another shape (pairs mixed with ints, triples) are malformed.
+ * Strings are raw bytes, not checked for UTF-8.
  *
  * One pass decodes the whole payload into the decoder's memory, and the
  * handler is called only once all of it has proved well-formed (msgpack
@@ -166,11 +179,13 @@ typedef struct {
     size_t               medium_len;
     const uint8_t       *spec_kind;     /* kv_cache_spec_kind, or NULL */
     size_t               spec_kind_len;
-    const uint8_t       *cache_salt;    /* SGLang, or NULL */
+    const uint8_t       *cache_salt;    /* SGLang's, or vLLM's extra key */
     size_t               cache_salt_len;
+    const uint64_t      *extra;         /* n_hashes digests or NULL: above */
     unsigned             has_parent:1;
     unsigned             has_lora_id:1;
     unsigned             has_group_idx:1;
+    unsigned             bigram:1;      /* token_ids came as pairs */
 } kvr_event_t;
 
 
