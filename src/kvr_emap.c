@@ -31,6 +31,8 @@ struct kvr_emap_s {
 };
 
 
+static uint32_t kvr_emap_insert(kvr_emap_t *map, uint64_t engine,
+    uint64_t key, int count);
 static int kvr_emap_grow(kvr_emap_t *map);
 static size_t kvr_emap_slot(const kvr_emap_t *map, uint64_t engine);
 
@@ -85,6 +87,22 @@ kvr_emap_slot(const kvr_emap_t *map, uint64_t engine)
 uint32_t
 kvr_emap_add(kvr_emap_t *map, uint64_t engine, uint64_t key)
 {
+    return kvr_emap_insert(map, engine, key, 1);
+}
+
+
+uint32_t
+kvr_emap_put(kvr_emap_t *map, uint64_t engine, uint64_t key)
+{
+    return kvr_emap_insert(map, engine, key, 0);
+}
+
+
+/* count: a reference more (add), or held once (put) */
+
+static uint32_t
+kvr_emap_insert(kvr_emap_t *map, uint64_t engine, uint64_t key, int count)
+{
     size_t            i;
     kvr_emap_cell_t  *c;
 
@@ -96,6 +114,10 @@ kvr_emap_add(kvr_emap_t *map, uint64_t engine, uint64_t key)
         }
 
         if (c->engine == engine) {
+            if (!count) {
+                return 2;
+            }
+
             c->key = key;
 
             if (c->refs < UINT32_MAX) {
@@ -115,7 +137,7 @@ kvr_emap_add(kvr_emap_t *map, uint64_t engine, uint64_t key)
             return 0;
         }
 
-        return kvr_emap_add(map, engine, key);
+        return kvr_emap_insert(map, engine, key, count);
     }
 
     c->engine = engine;

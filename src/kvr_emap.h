@@ -30,6 +30,13 @@ void kvr_emap_destroy(kvr_emap_t *map);
 uint32_t kvr_emap_add(kvr_emap_t *map, uint64_t engine, uint64_t key);
 
 /*
+ * Holds engine -> key once, whatever the number of calls: returns 1 when
+ * it was added, 2 when engine was held already (its key and count are
+ * kept), 0 when the map is full.
+ */
+uint32_t kvr_emap_put(kvr_emap_t *map, uint64_t engine, uint64_t key);
+
+/*
  * Drops one reference; *key gets the block's key.  Returns the count
  * left, or -1 when engine is unknown.
  */

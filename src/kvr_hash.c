@@ -230,6 +230,29 @@ kvr_hash_chain(uint64_t parent, uint64_t block)
 }
 
 
+uint64_t
+kvr_hash_salt_root(const char *salt, size_t salt_len)
+{
+    /* seed 2: neither a seed's salt term (1) nor its LoRA term (0) */
+    return XXH3_64bits_withSeed(salt, salt_len, 2);
+}
+
+
+size_t
+kvr_hash_token_blocks_salted(const uint32_t *ids, size_t n,
+    size_t block_size, uint64_t seed, const char *salt, size_t salt_len,
+    uint64_t *out, size_t max_out)
+{
+    if (salt == NULL) {
+        return kvr_hash_token_blocks(ids, n, block_size, seed, out, max_out);
+    }
+
+    return kvr_hash_token_blocks_after(kvr_hash_salt_root(salt, salt_len),
+                                       ids, n, block_size, seed, out,
+                                       max_out);
+}
+
+
 size_t
 kvr_hash_text_blocks(const void *data, size_t len, size_t chunk_bytes,
     uint64_t seed, uint64_t *out, size_t max_out)

@@ -37,6 +37,22 @@ uint64_t kvr_hash_seed(const char *lora, size_t lora_len, const char *salt,
 uint64_t kvr_hash_chain(uint64_t parent, uint64_t block);
 
 /*
+ * KV events mode: a chain salted with cache_salt continues after this
+ * virtual parent instead of carrying the salt in its seed, since the
+ * engines name the salt in a chain's first block only (vLLM: its extra
+ * keys) and its later blocks must be keyed without it.
+ */
+uint64_t kvr_hash_salt_root(const char *salt, size_t salt_len);
+
+/*
+ * Token keys of a prompt as KV events key its blocks: seed from the LoRA
+ * adapter only; salted (salt not NULL) chains after kvr_hash_salt_root().
+ */
+size_t kvr_hash_token_blocks_salted(const uint32_t *ids, size_t n,
+    size_t block_size, uint64_t seed, const char *salt, size_t salt_len,
+    uint64_t *out, size_t max_out);
+
+/*
  * Text keys: data cut into chunk_bytes-sized chunks, each hashed with the
  * previous chunk's key as its seed (the first with seed).  Writes at most
  * max_out sequence hashes; returns how many.

@@ -97,6 +97,16 @@ main(void)
     }
     tap_is(kvr_emap_add(map, 100, 1), 0, "full: refused");
     tap_is(kvr_emap_add(map, 5, 4), 2, "full: an existing handle still counts");
+    tap_is(kvr_emap_put(map, 100, 1), 0, "full: put refused");
+    tap_is(kvr_emap_put(map, 6, 99), 2, "put of a held handle: held already");
+    tap_ok(kvr_emap_get(map, 6, &found) == 5 && found,
+           "put of a held handle keeps its key");
+    tap_is(kvr_emap_remove(map, 6, &key), 0,
+           "put of a held handle adds no reference");
+    tap_is(kvr_emap_put(map, 6, 7), 1, "put of a new handle: added");
+    tap_is(kvr_emap_put(map, 6, 7), 2, "put again: held already");
+    tap_is(kvr_emap_remove(map, 6, &key), 0, "one removal: gone");
+    tap_ok(kvr_emap_remove(map, 6, &key) < 0, "then unknown");
     kvr_emap_destroy(map);
 
     return tap_done();

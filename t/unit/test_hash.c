@@ -556,6 +556,53 @@ test_text_memo(void)
 }
 
 
+/* kv mode's salted chains: the salt as the first block's virtual parent */
+static void
+test_salted(const uint32_t *ids, size_t n)
+{
+    size_t         i, j;
+    uint64_t       seed, plain[4], salted[4], want[4], b;
+    unsigned char  le[4 * BS];
+
+    seed = kvr_hash_seed(NULL, 0, NULL, 0);
+    kvr_hash_token_blocks(ids, 4 * BS, BS, seed, plain, 4);
+
+    tap_ok(kvr_hash_token_blocks_salted(ids, 4 * BS, BS, seed, NULL, 0,
+                                        salted, 4) == 4
+           && memcmp(plain, salted, sizeof(plain)) == 0,
+           "salted without a salt: the plain keys");
+
+    kvr_hash_token_blocks_salted(ids, 4 * BS, BS, seed, "t", 1, salted, 4);
+
+    /* by the definition: chained from XXH3_64("t", seed 2) */
+    b = XXH3_64bits_withSeed("t", 1, 2);
+    for (i = 0; i < 4; i++) {
+        for (j = 0; j < BS; j++) {
+            le[4 * j] = (unsigned char) ids[i * BS + j];
+            le[4 * j + 1] = (unsigned char) (ids[i * BS + j] >> 8);
+            le[4 * j + 2] = (unsigned char) (ids[i * BS + j] >> 16);
+            le[4 * j + 3] = (unsigned char) (ids[i * BS + j] >> 24);
+        }
+
+        b = kvr_hash_chain(b, XXH3_64bits_withSeed(le, sizeof(le), seed));
+        want[i] = b;
+    }
+
+    tap_ok(memcmp(want, salted, sizeof(want)) == 0,
+           "salted: chained after XXH3_64(salt, 2), blocks with the "
+           "unsalted seed");
+    tap_ok(salted[0] != plain[0] && salted[3] != plain[3],
+           "salted keys differ from the plain ones");
+
+    kvr_hash_token_blocks_after(salted[1], ids + 2 * BS, 2 * BS, BS, seed,
+                                want, 2);
+    tap_ok(want[0] == salted[2] && want[1] == salted[3],
+           "a salted chain continues without the salt");
+
+    (void) n;
+}
+
+
 int
 main(void)
 {
@@ -586,6 +633,7 @@ main(void)
     test_text_pieces();
     test_text_memo();
     test_text_memo();
+    test_salted(ids, n);
 
     free(ids);
 
