@@ -13,6 +13,21 @@
 #define KVR_KVSTATE_CHUNK  64      /* blocks keyed per round */
 
 
+typedef struct {
+    kvr_kvstate_t   *st;
+    kvr_index_t     *ix;
+    uint64_t         seq;
+    int              reset;
+    unsigned         started:1;
+} kvr_kvstate_run_t;
+
+
+static int kvr_kvstate_gpu(const kvr_event_t *ev);
+static int kvr_kvstate_main(kvr_kvstate_t *st, const kvr_event_t *ev);
+static int kvr_kvstate_handler(void *data, const kvr_event_batch_t *batch,
+    const kvr_event_t *ev);
+
+
 int
 kvr_kvstate_init(kvr_kvstate_t *st, int slot, uint32_t block_size,
     size_t max_handles)
@@ -39,10 +54,84 @@ kvr_kvstate_free(kvr_kvstate_t *st)
 }
 
 
-int
-kvr_kvstate_is_gap(const kvr_kvstate_t *st, uint64_t seq)
+kvr_seq_e
+kvr_kvstate_seq(const kvr_kvstate_t *st, uint64_t seq)
 {
-    return st->have_seq && seq != st->last_seq + 1;
+    if (!st->have_seq || seq == st->last_seq + 1) {
+        return KVR_SEQ_NEXT;
+    }
+
+    return (seq > st->last_seq) ? KVR_SEQ_GAP : KVR_SEQ_OLD;
+}
+
+
+kvr_replay_e
+kvr_kvstate_replayed(const kvr_kvstate_t *st, uint64_t seq,
+    uint64_t progress)
+{
+    switch (kvr_kvstate_seq(st, seq)) {
+
+    case KVR_SEQ_NEXT:
+        return KVR_REPLAY_APPLY;
+
+    case KVR_SEQ_OLD:
+        return KVR_REPLAY_SKIP;
+
+    default:
+        return progress ? KVR_REPLAY_AGAIN : KVR_REPLAY_LOST;
+    }
+}
+
+
+kvr_events_status_e
+kvr_kvstate_batch(kvr_kvstate_t *st, kvr_index_t *ix,
+    kvr_events_decoder_t *dec, uint64_t seq, const uint8_t *payload,
+    size_t len, kvr_event_batch_t *batch, int *reset)
+{
+    kvr_events_status_e  rc;
+    kvr_kvstate_run_t    run;
+
+    run.st = st;
+    run.ix = ix;
+    run.seq = seq;
+    run.reset = 0;
+    run.started = 0;
+
+    /* the sequence is taken at the first event, once all of it decoded */
+
+    rc = kvr_events_decode(dec, payload, len, batch, kvr_kvstate_handler,
+                           &run);
+
+    if (rc == KVR_EVENTS_OK && !run.started) {
+        run.reset = kvr_kvstate_sequence(st, ix, seq);
+    }
+
+    if (rc != KVR_EVENTS_OK && !run.started) {
+        st->stats.rejected++;
+    }
+
+    *reset = run.reset;
+
+    return rc;
+}
+
+
+static int
+kvr_kvstate_handler(void *data, const kvr_event_batch_t *batch,
+    const kvr_event_t *ev)
+{
+    kvr_kvstate_run_t  *run = data;
+
+    (void) batch;
+
+    if (!run->started) {
+        run->started = 1;
+        run->reset = kvr_kvstate_sequence(run->st, run->ix, run->seq);
+    }
+
+    kvr_kvstate_apply(run->st, run->ix, ev);
+
+    return 0;
 }
 
 
@@ -51,7 +140,7 @@ kvr_kvstate_sequence(kvr_kvstate_t *st, kvr_index_t *ix, uint64_t seq)
 {
     int  gap;
 
-    gap = kvr_kvstate_is_gap(st, seq);
+    gap = (kvr_kvstate_seq(st, seq) != KVR_SEQ_NEXT);
 
     /* a first batch that is not 0: we joined late, nothing was missed */
 
@@ -82,7 +171,24 @@ kvr_kvstate_apply(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev)
 {
     int        found;
     size_t     i, j, n, done;
+    uint32_t   put;
     uint64_t   seed, parent, key, keys[KVR_KVSTATE_CHUNK];
+    uint8_t    id[1 + sizeof(int64_t)];
+
+    if (ev->type != KVR_EVENT_ALL_BLOCKS_CLEARED) {
+
+        /* the GPU tier's full-attention group is the routing index */
+
+        if (!kvr_kvstate_gpu(ev)) {
+            st->stats.offloaded += ev->n_hashes;
+            return;
+        }
+
+        if (!kvr_kvstate_main(st, ev)) {
+            st->stats.other_group += ev->n_hashes;
+            return;
+        }
+    }
 
     switch (ev->type) {
 
@@ -140,8 +246,19 @@ kvr_kvstate_apply(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev)
         }
     }
 
-    seed = kvr_hash_seed((const char *) ev->lora_name, ev->lora_name_len,
-                         (const char *) ev->cache_salt, ev->cache_salt_len);
+    /* a LoRA adapter known by its id alone: a seed no request makes */
+
+    if (ev->lora_name == NULL && ev->has_lora_id) {
+        id[0] = 0;
+        memcpy(id + 1, &ev->lora_id, sizeof(int64_t));
+        seed = kvr_hash_seed((const char *) id, sizeof(id), NULL, 0);
+
+    } else {
+        seed = kvr_hash_seed((const char *) ev->lora_name, ev->lora_name_len,
+                             NULL, 0);
+    }
+
+    /* extra keys a request cannot reproduce: one block a round */
 
     for (done = 0; done < ev->n_hashes; done += n) {
         n = ev->n_hashes - done;
@@ -150,9 +267,15 @@ kvr_kvstate_apply(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev)
             n = KVR_KVSTATE_CHUNK;
         }
 
+        if (ev->extra != NULL) {
+            n = 1;
+        }
+
         if (done == 0 && !ev->has_parent) {
-            kvr_hash_token_blocks(ev->token_ids, n * ev->block_size,
-                                  ev->block_size, seed, keys, n);
+            kvr_hash_token_blocks_salted(ev->token_ids, n * ev->block_size,
+                                         ev->block_size, seed,
+                                         (const char *) ev->cache_salt,
+                                         ev->cache_salt_len, keys, n);
 
         } else {
             kvr_hash_token_blocks_after(parent,
@@ -161,13 +284,25 @@ kvr_kvstate_apply(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev)
                                         seed, keys, n);
         }
 
+        if (ev->extra != NULL && ev->extra[done] != 0) {
+            keys[0] = kvr_hash_chain(keys[0], ev->extra[done]);
+        }
+
         for (j = 0; j < n; j++) {
 
-            /* a block whose handle cannot be kept could never be removed */
+            /*
+             * held once: a re-announced block adds no reference; a block
+             * whose handle cannot be kept could never be removed
+             */
 
-            if (kvr_emap_add(st->handles, ev->hashes[done + j], keys[j])
-                == 0)
-            {
+            put = kvr_emap_put(st->handles, ev->hashes[done + j], keys[j]);
+
+            if (put == 2) {
+                st->stats.reannounced++;
+                continue;
+            }
+
+            if (put == 0) {
                 st->stats.map_full++;
                 continue;
             }
@@ -178,4 +313,62 @@ kvr_kvstate_apply(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev)
 
         parent = keys[n - 1];
     }
+}
+
+
+/* medium absent (vLLM before it), empty, or "GPU" */
+
+static int
+kvr_kvstate_gpu(const kvr_event_t *ev)
+{
+    const uint8_t  *m;
+
+    m = ev->medium;
+
+    if (m == NULL || ev->medium_len == 0) {
+        return 1;
+    }
+
+    return ev->medium_len == 3 && (m[0] | 0x20) == 'g'
+           && (m[1] | 0x20) == 'p' && (m[2] | 0x20) == 'u';
+}
+
+
+/* whether the event is the full-attention group's (kvr_kvstate.h) */
+
+static int
+kvr_kvstate_main(kvr_kvstate_t *st, const kvr_event_t *ev)
+{
+    int       main;
+    size_t    len;
+    uint8_t  *g;
+
+    g = (ev->has_group_idx && ev->group_idx >= 0
+         && ev->group_idx < KVR_KVSTATE_GROUPS)
+        ? &st->groups[ev->group_idx] : NULL;
+
+    if (ev->spec_kind != NULL) {
+        len = ev->spec_kind_len;
+
+        main = (len == 14
+                && memcmp(ev->spec_kind, "full_attention", 14) == 0)
+               || (len == 13
+                   && memcmp(ev->spec_kind, "mla_attention", 13) == 0);
+
+        if (g != NULL) {
+            *g = main ? 1 : 2;
+        }
+
+        return main;
+    }
+
+    if (!ev->has_group_idx) {
+        return 1;
+    }
+
+    if (g != NULL && *g != 0) {
+        return *g == 1;
+    }
+
+    return ev->group_idx == 0;
 }

@@ -3,10 +3,28 @@
  *
  * One engine's KV event stream applied to the block index: its blocks are
  * re-keyed with kvroute's own hashes from the token ids the events carry
- * (so the engine's hash function and seed never matter), counted per
- * (server, block) because an engine may store a block twice, and removed
+ * (so the engine's hash function and seed never matter) and removed
  * through the engine-hash map.  Plain C, no nginx types, no locking (the
  * caller holds the index's lock).
+ *
+ * What is applied (docs: README "KV events", kv-events.md):
+ *   - only the GPU tier: medium absent, empty or "GPU" (any case); stores
+ *     and removals of offload tiers (CPU, CPU_PINNED, DISK, ...) are
+ *     counted in offloaded and never touch the index;
+ *   - only the full-attention KV cache group: an event whose
+ *     kv_cache_spec_kind is given and is not "full_attention" or
+ *     "mla_attention", or whose group_idx is a group learned to be another
+ *     kind (from a store naming it), or, unlearned, is not 0, is counted in
+ *     other_group;
+ *   - an engine hash is held once: a BlockStored of a hash already held
+ *     (vLLM's kv_cache_report_mode="full" re-announces reused blocks; a
+ *     duplicate store) adds nothing and is counted in reannounced, and one
+ *     BlockRemoved removes it;
+ *   - keys: seed from the LoRA adapter (lora_name; a lora_id alone keys
+ *     blocks no request reproduces), a salted chain after
+ *     kvr_hash_salt_root(), and a block whose extra keys a request cannot
+ *     reproduce (ev->extra) mixed with their digest, so no request matches
+ *     it or the blocks chained after it.
  */
 
 #ifndef _KVR_KVSTATE_H_INCLUDED_
@@ -32,7 +50,31 @@ typedef struct {
     uint64_t        bad_shape;        /* token count != blocks * size */
     uint64_t        unknown_removed;  /* removals of unknown handles */
     uint64_t        map_full;         /* handles not kept: map full */
+    uint64_t        offloaded;        /* stores, removals of other tiers */
+    uint64_t        other_group;      /* events of other KV cache groups */
+    uint64_t        reannounced;      /* stores of a hash already held */
+    uint64_t        rejected;         /* batches that did not decode */
 } kvr_kvstats_t;
+
+
+#define KVR_KVSTATE_GROUPS  32          /* group kinds learned */
+
+
+/* a batch's sequence number against the last one applied */
+typedef enum {
+    KVR_SEQ_NEXT = 0,                   /* the first, or last + 1 */
+    KVR_SEQ_GAP,                        /* later: batches were missed */
+    KVR_SEQ_OLD                         /* at or before the last */
+} kvr_seq_e;
+
+
+/* what to do with a replay's reply (kvr_kvstate_replayed()) */
+typedef enum {
+    KVR_REPLAY_APPLY = 0,               /* the next batch */
+    KVR_REPLAY_SKIP,                    /* applied already */
+    KVR_REPLAY_AGAIN,                   /* a hole: ask again from last + 1 */
+    KVR_REPLAY_LOST                     /* never to be had: accept the gap */
+} kvr_replay_e;
 
 
 typedef struct {
@@ -42,6 +84,7 @@ typedef struct {
     uint64_t        last_seq;
     unsigned        have_seq:1;
     uint32_t        last_bad_block_size;
+    uint8_t         groups[KVR_KVSTATE_GROUPS];  /* 0 unknown, 1 main, 2 */
     kvr_kvstats_t   stats;
 } kvr_kvstate_t;
 
@@ -58,8 +101,31 @@ void kvr_kvstate_free(kvr_kvstate_t *st);
  */
 int kvr_kvstate_sequence(kvr_kvstate_t *st, kvr_index_t *ix, uint64_t seq);
 
-/* whether seq would be a gap or a restart (nothing changes) */
-int kvr_kvstate_is_gap(const kvr_kvstate_t *st, uint64_t seq);
+/* where seq stands against the last batch applied (nothing changes) */
+kvr_seq_e kvr_kvstate_seq(const kvr_kvstate_t *st, uint64_t seq);
+
+/*
+ * A reply of a replay asked from the last applied batch + 1: the next
+ * batch applies, older ones were applied; a later one is a hole, asked
+ * again when the replay has applied some batches (progress: the engine's
+ * ROUTER drops replies past its high-water mark, end marker included, so
+ * a long replay comes in pages), and otherwise accepted as lost (the
+ * engine's buffer no longer holds what is missing, or the batch is
+ * rejected each time): no replay loops.
+ */
+kvr_replay_e kvr_kvstate_replayed(const kvr_kvstate_t *st, uint64_t seq,
+    uint64_t progress);
+
+/*
+ * One batch, decoded with dec.  A batch that does not decode changes
+ * nothing, its sequence number included (counted in rejected), so the
+ * next one shows the gap.  Otherwise its sequence is taken as
+ * kvr_kvstate_sequence() does (a gap or a restart drops what the index
+ * held: *reset is set) and its events applied.
+ */
+kvr_events_status_e kvr_kvstate_batch(kvr_kvstate_t *st, kvr_index_t *ix,
+    kvr_events_decoder_t *dec, uint64_t seq, const uint8_t *payload,
+    size_t len, kvr_event_batch_t *batch, int *reset);
 
 /* one decoded event */
 void kvr_kvstate_apply(kvr_kvstate_t *st, kvr_index_t *ix,

@@ -88,6 +88,10 @@ typedef struct {
     uint64_t                         stale;       /* 1: index incomplete */
     uint64_t                         stale_total; /* times it became so */
     uint64_t                         connects;    /* (re)connections */
+    uint64_t                         offloaded;   /* other tiers' blocks */
+    uint64_t                         other_group; /* other groups' blocks */
+    uint64_t                         reannounced; /* held hashes stored */
+    uint64_t                         lost;        /* batches never had */
 } ngx_http_kvroute_events_stats_t;
 
 

@@ -162,9 +162,9 @@ ngx_http_kvroute_analyze(ngx_http_request_t *r,
     u_char              *body, *part;
     size_t               len, max_blocks, n_ids;
     uint32_t            *ids;
-    uint64_t             seed, *keys;
+    uint64_t             seed, ids_seed, *keys;
     ngx_int_t            endpoint, rc;
-    ngx_uint_t           tokenize;
+    ngx_uint_t           tokenize, kv;
     kvr_request_t        req;
     kvr_hash_text_t      hasher;
     kvr_parse_status_e   status;
@@ -219,15 +219,22 @@ ngx_http_kvroute_analyze(ngx_http_request_t *r,
     /*
      * the model keeps models apart in the predicted index; the engines'
      * events name a block's LoRA adapter, not the model a client asked
-     * for, so kv mode leaves the model out (adapters: not yet matched)
+     * for, so kv mode leaves the model out (adapters: not yet matched),
+     * and keys token ids as the events key them: the salt, which engines
+     * name in a chain's first block only, as its virtual parent
+     * (kvr_hash_token_blocks_salted()), not in every block's seed
      */
 
-    if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) {
+    kv = (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV);
+
+    if (kv) {
         seed = kvr_hash_seed(NULL, 0, req.cache_salt, req.cache_salt_len);
+        ids_seed = kvr_hash_seed(NULL, 0, NULL, 0);
 
     } else {
         seed = kvr_hash_seed(req.model, req.model_len, req.cache_salt,
                              req.cache_salt_len);
+        ids_seed = seed;
     }
 
     tokenize = kcf->tokenizer
@@ -330,7 +337,14 @@ ngx_http_kvroute_analyze(ngx_http_request_t *r,
         return;
     }
 
-    if (ids) {
+    if (ids && kv) {
+        ctx->nblocks = kvr_hash_token_blocks_salted(ids, n_ids,
+                                                    kcf->block_size, ids_seed,
+                                                    req.cache_salt,
+                                                    req.cache_salt_len,
+                                                    ctx->hashes, max_blocks);
+
+    } else if (ids) {
         ctx->nblocks = kvr_hash_token_blocks(ids, n_ids, kcf->block_size,
                                              seed, ctx->hashes, max_blocks);
     } else {

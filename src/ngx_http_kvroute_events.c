@@ -20,7 +20,10 @@
  * a replay that no longer reaches back to 0) it is "stale": its
  * predictions then stand in for what was missed, as in approximate mode.
  * Every (re)connection to a publisher asks its replay socket, when there
- * is one, for what it still holds.
+ * is one, for what it still holds.  A sequence gap keeps the index and
+ * asks for the batches after the last one applied, in as many rounds
+ * (pages) as the engine's ROUTER high-water mark needs; a gap no replay
+ * can fill is accepted (the index dropped, stale) and not asked again.
  */
 
 
@@ -47,6 +50,10 @@
 
 
 #define NGX_HTTP_KVROUTE_REPLAY_WAIT    3000   /* ms for a replay to end */
+#define NGX_HTTP_KVROUTE_REPLAY_PAUSE   10000  /* ms without gap replays */
+
+/* replies queued on the DEALER: 10 x vLLM's default buffer_steps */
+#define NGX_HTTP_KVROUTE_REPLAY_HWM     100000
 
 
 typedef struct {
@@ -60,6 +67,8 @@ typedef struct {
     kvr_kvstate_t                   state;
     time_t                          logged;     /* last warning */
     ngx_msec_t                      replay_until;
+    ngx_msec_t                      replay_pause; /* no gap replay before */
+    ngx_uint_t                      replay_progress; /* batches applied */
     uint64_t                        skip_until; /* live seqs replay had */
     ngx_atomic_uint_t               wipes;      /* the zone's, last seen */
     unsigned                        replaying:1;
@@ -97,12 +106,11 @@ static ngx_uint_t ngx_http_kvroute_events_drain(
 static void ngx_http_kvroute_events_message(ngx_http_kvroute_events_t *ev,
     ngx_http_kvroute_sub_t *sub, kvr_events_frame_t *frames,
     ngx_uint_t nframes);
-static int ngx_http_kvroute_events_apply(void *data,
-    const kvr_event_batch_t *batch, const kvr_event_t *event);
-static void ngx_http_kvroute_events_batch(ngx_http_kvroute_events_t *ev,
-    ngx_http_kvroute_sub_t *sub, uint64_t seq, const uint8_t *payload,
-    size_t len);
-static void ngx_http_kvroute_events_replay(ngx_http_kvroute_sub_t *sub);
+static kvr_events_status_e ngx_http_kvroute_events_batch(
+    ngx_http_kvroute_events_t *ev, ngx_http_kvroute_sub_t *sub, uint64_t seq,
+    const uint8_t *payload, size_t len);
+static void ngx_http_kvroute_events_replay(ngx_http_kvroute_sub_t *sub,
+    uint64_t from, ngx_uint_t keep);
 static ngx_uint_t ngx_http_kvroute_events_replayed(
     ngx_http_kvroute_events_t *ev, ngx_http_kvroute_sub_t *sub);
 static ngx_uint_t ngx_http_kvroute_events_recv(void *socket, zmq_msg_t *msgs,
@@ -431,7 +439,7 @@ ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
     /* with a replay socket, each connection asks for what was missed */
 
     if (monitored != NGX_OK && sub->replay_endpoint[0]) {
-        ngx_http_kvroute_events_replay(sub);
+        ngx_http_kvroute_events_replay(sub, 0, 0);
     }
 
     return NGX_OK;
@@ -585,7 +593,7 @@ ngx_http_kvroute_events_connects(ngx_http_kvroute_sub_t *sub)
     }
 
     if (connected && sub->replay_endpoint[0]) {
-        ngx_http_kvroute_events_replay(sub);
+        ngx_http_kvroute_events_replay(sub, 0, 0);
     }
 }
 
@@ -656,7 +664,7 @@ ngx_http_kvroute_events_drain(ngx_http_kvroute_events_t *ev,
         ngx_http_kvroute_events_stale(sub, 1);
 
         if (sub->replay_endpoint[0]) {
-            ngx_http_kvroute_events_replay(sub);
+            ngx_http_kvroute_events_replay(sub, 0, 0);
         }
     }
 
@@ -747,16 +755,19 @@ ngx_http_kvroute_events_recv(void *socket, zmq_msg_t *msgs,
 
 /*
  * Asks the engine's replay socket (DEALER, never REQ: the replies are
- * many) for every batch it still holds, after dropping what the index held
- * for the server.
+ * many) for the batches it holds from sequence from on: with keep, after
+ * a gap, the index stays; otherwise (from 0) what it held for the server
+ * is dropped first.
  */
 
 static void
-ngx_http_kvroute_events_replay(ngx_http_kvroute_sub_t *sub)
+ngx_http_kvroute_events_replay(ngx_http_kvroute_sub_t *sub, uint64_t from,
+    ngx_uint_t keep)
 {
-    int                       linger;
+    int                       linger, hwm;
     int64_t                   max_msg;
     u_char                    seq[8];
+    ngx_uint_t                i;
     ngx_http_kvroute_zone_t  *zone;
 
     zone = sub->conf->zone;
@@ -773,12 +784,15 @@ ngx_http_kvroute_events_replay(ngx_http_kvroute_sub_t *sub)
 
     if (sub->replay == NULL) {
         linger = 0;
+        hwm = NGX_HTTP_KVROUTE_REPLAY_HWM;
         max_msg = NGX_HTTP_KVROUTE_EVENTS_MAX_MSG;
 
         sub->replay = zmq_socket(sub->zmq, ZMQ_DEALER);
 
         if (sub->replay == NULL
             || zmq_setsockopt(sub->replay, ZMQ_LINGER, &linger, sizeof(int))
+               != 0
+            || zmq_setsockopt(sub->replay, ZMQ_RCVHWM, &hwm, sizeof(int))
                != 0
             || zmq_setsockopt(sub->replay, ZMQ_MAXMSGSIZE, &max_msg,
                               sizeof(int64_t)) != 0
@@ -797,14 +811,18 @@ ngx_http_kvroute_events_replay(ngx_http_kvroute_sub_t *sub)
         }
     }
 
-    ngx_http_kvroute_lock(zone);
-    kvr_kvstate_reset(&sub->state, zone->sh->index);
-    ngx_http_kvroute_unlock(zone);
+    if (!keep) {
+        ngx_http_kvroute_lock(zone);
+        kvr_kvstate_reset(&sub->state, zone->sh->index);
+        ngx_http_kvroute_unlock(zone);
 
-    sub->fresh = 1;
-    ngx_http_kvroute_events_stale(sub, 1);
+        sub->fresh = 1;
+        ngx_http_kvroute_events_stale(sub, 1);
+    }
 
-    ngx_memzero(seq, sizeof(seq));
+    for (i = 0; i < 8; i++) {
+        seq[i] = (u_char) (from >> (56 - 8 * i));
+    }
 
     /* DEALER: an empty delimiter frame, then the start sequence */
 
@@ -819,6 +837,7 @@ ngx_http_kvroute_events_replay(ngx_http_kvroute_sub_t *sub)
 
     zone->sh->events[sub->slot].replays++;
     sub->replaying = 1;
+    sub->replay_progress = 0;
     sub->replay_until = ngx_current_msec + NGX_HTTP_KVROUTE_REPLAY_WAIT;
 }
 
@@ -829,10 +848,15 @@ static ngx_uint_t
 ngx_http_kvroute_events_replayed(ngx_http_kvroute_events_t *ev,
     ngx_http_kvroute_sub_t *sub)
 {
-    ngx_uint_t           k, n, nframes;
-    zmq_msg_t            msgs[NGX_HTTP_KVROUTE_EVENTS_FRAMES];
-    kvr_events_replay_t  reply;
-    kvr_events_frame_t   frames[NGX_HTTP_KVROUTE_EVENTS_FRAMES];
+    ngx_uint_t                        k, n, nframes, again;
+    zmq_msg_t                         msgs[NGX_HTTP_KVROUTE_EVENTS_FRAMES];
+    kvr_replay_e                      action;
+    kvr_events_replay_t               reply;
+    kvr_events_frame_t                frames[NGX_HTTP_KVROUTE_EVENTS_FRAMES];
+    ngx_http_kvroute_events_stats_t  *stats;
+
+    stats = &sub->conf->zone->sh->events[sub->slot];
+    again = 0;
 
     for (k = 0; k < NGX_HTTP_KVROUTE_EVENTS_BUDGET; k++) {
 
@@ -843,7 +867,7 @@ ngx_http_kvroute_events_replayed(ngx_http_kvroute_events_t *ev,
         }
 
         if (kvr_events_replay_frame(frames, n, &reply) != KVR_EVENTS_OK) {
-            sub->conf->zone->sh->events[sub->slot].dropped++;
+            stats->dropped++;
 
         } else if (reply.end) {
             sub->replaying = 0;
@@ -853,14 +877,42 @@ ngx_http_kvroute_events_replayed(ngx_http_kvroute_events_t *ev,
             sub->skip_until = sub->state.last_seq;
 
         } else {
-            sub->conf->zone->sh->events[sub->slot].replayed++;
-            ngx_http_kvroute_events_batch(ev, sub, reply.msg.seq,
-                                          reply.msg.payload,
-                                          reply.msg.payload_len);
+            action = kvr_kvstate_replayed(&sub->state, reply.msg.seq,
+                                          sub->replay_progress);
+
+            if (action == KVR_REPLAY_LOST) {
+                stats->lost++;
+                ngx_log_error(NGX_LOG_INFO, ngx_cycle->log, 0,
+                              "kvroute: \"%s\" replays from %uL, not %uL: "
+                              "what is between is lost",
+                              sub->replay_endpoint, reply.msg.seq,
+                              sub->state.last_seq + 1);
+            }
+
+            if (action == KVR_REPLAY_AGAIN) {
+                again = 1;
+
+            } else if (action != KVR_REPLAY_SKIP) {
+                stats->replayed++;
+
+                if (ngx_http_kvroute_events_batch(ev, sub, reply.msg.seq,
+                                                  reply.msg.payload,
+                                                  reply.msg.payload_len)
+                    == KVR_EVENTS_OK)
+                {
+                    sub->replay_progress++;
+                }
+            }
         }
 
         while (n) {
             zmq_msg_close(&msgs[--n]);
+        }
+
+        if (again) {
+            /* the engine's ROUTER dropped replies: the next page */
+            ngx_http_kvroute_events_replay(sub, sub->state.last_seq + 1, 1);
+            return 1;
         }
 
         if (!sub->replaying) {
@@ -869,11 +921,21 @@ ngx_http_kvroute_events_replayed(ngx_http_kvroute_events_t *ev,
     }
 
     if ((ngx_msec_int_t) (ngx_current_msec - sub->replay_until) > 0) {
+
+        if (sub->replay_progress && sub->state.have_seq) {
+            /* the end marker was dropped with the rest: ask on */
+            ngx_http_kvroute_events_replay(sub, sub->state.last_seq + 1, 1);
+            return 1;
+        }
+
         ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
                       "kvroute: replay from \"%s\" did not end in time, "
                       "following the live stream", sub->replay_endpoint);
+        stats->lost++;
         sub->replaying = 0;
         sub->skipping = 0;
+        sub->replay_pause = ngx_current_msec
+                            + NGX_HTTP_KVROUTE_REPLAY_PAUSE;
     }
 
     return 1;
@@ -919,28 +981,50 @@ ngx_http_kvroute_events_message(ngx_http_kvroute_events_t *ev,
         sub->skipping = 0;
     }
 
-    /* a gap: with a replay socket, ask for what was missed */
+    /*
+     * with a replay socket: a gap keeps the index and asks for what was
+     * missed (this batch comes with it); a restart asks from 0
+     */
 
-    if (sub->replay_endpoint[0]
-        && kvr_kvstate_is_gap(&sub->state, msg.seq))
-    {
-        stats->gaps++;
-        ngx_http_kvroute_events_replay(sub);
-        return;
+    if (sub->replay_endpoint[0]) {
+
+        switch (kvr_kvstate_seq(&sub->state, msg.seq)) {
+
+        case KVR_SEQ_GAP:
+            if ((ngx_msec_int_t) (ngx_current_msec - sub->replay_pause) < 0) {
+                break;
+            }
+
+            stats->gaps++;
+            ngx_http_kvroute_events_replay(sub, sub->state.last_seq + 1, 1);
+            return;
+
+        case KVR_SEQ_OLD:
+            if (msg.seq == 0) {
+                break;
+            }
+
+            stats->gaps++;
+            ngx_http_kvroute_events_replay(sub, 0, 0);
+            return;
+
+        default:
+            break;
+        }
     }
 
-    ngx_http_kvroute_events_batch(ev, sub, msg.seq, msg.payload,
-                                  msg.payload_len);
+    (void) ngx_http_kvroute_events_batch(ev, sub, msg.seq, msg.payload,
+                                         msg.payload_len);
 }
 
 
-static void
+static kvr_events_status_e
 ngx_http_kvroute_events_batch(ngx_http_kvroute_events_t *ev,
     ngx_http_kvroute_sub_t *sub, uint64_t seq, const uint8_t *payload,
     size_t len)
 {
+    int                               restarted;
     uint64_t                          cleared;
-    ngx_uint_t                        restarted;
     kvr_event_batch_t                 batch;
     kvr_events_status_e               rc;
     ngx_http_kvroute_zone_t          *zone;
@@ -950,14 +1034,27 @@ ngx_http_kvroute_events_batch(ngx_http_kvroute_events_t *ev,
     stats = &zone->sh->events[sub->slot];
     cleared = sub->state.stats.cleared;
 
+    /* a batch that does not decode changes nothing, its sequence too */
+
     ngx_http_kvroute_lock(zone);
 
-    restarted = kvr_kvstate_sequence(&sub->state, zone->sh->index, seq);
-
-    rc = kvr_events_decode(ev->decoder, payload, len, &batch,
-                           ngx_http_kvroute_events_apply, sub);
+    rc = kvr_kvstate_batch(&sub->state, zone->sh->index, ev->decoder, seq,
+                           payload, len, &batch, &restarted);
 
     ngx_http_kvroute_unlock(zone);
+
+    if (rc != KVR_EVENTS_OK) {
+        stats->dropped++;
+
+        if (ngx_time() - sub->logged >= 60) {
+            sub->logged = ngx_time();
+            ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                          "kvroute: dropped a message from \"%s\": %s",
+                          sub->endpoint, kvr_events_status_name(rc));
+        }
+
+        return rc;
+    }
 
     /*
      * after a reset the index is complete only if the stream starts at
@@ -973,19 +1070,6 @@ ngx_http_kvroute_events_batch(ngx_http_kvroute_events_t *ev,
         ngx_http_kvroute_events_stale(sub, 0);
     }
 
-    if (rc != KVR_EVENTS_OK) {
-        stats->dropped++;
-
-        if (ngx_time() - sub->logged >= 60) {
-            sub->logged = ngx_time();
-            ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
-                          "kvroute: dropped a message from \"%s\": %s",
-                          sub->endpoint, kvr_events_status_name(rc));
-        }
-
-        return;
-    }
-
     stats->batches = sub->state.stats.batches;
     stats->stored = sub->state.stats.stored;
     stats->removed = sub->state.stats.removed;
@@ -993,6 +1077,9 @@ ngx_http_kvroute_events_batch(ngx_http_kvroute_events_t *ev,
     stats->gaps += sub->state.stats.gaps - stats->gaps_seen;
     stats->gaps_seen = sub->state.stats.gaps;
     stats->orphans = sub->state.stats.orphans;
+    stats->offloaded = sub->state.stats.offloaded;
+    stats->other_group = sub->state.stats.other_group;
+    stats->reannounced = sub->state.stats.reannounced;
 
     if (sub->state.stats.bad_block_size != stats->bad_block_size) {
         stats->bad_block_size = sub->state.stats.bad_block_size;
@@ -1008,16 +1095,6 @@ ngx_http_kvroute_events_batch(ngx_http_kvroute_events_t *ev,
                           sub->conf->block_size);
         }
     }
-}
 
-
-static int
-ngx_http_kvroute_events_apply(void *data, const kvr_event_batch_t *batch,
-    const kvr_event_t *event)
-{
-    ngx_http_kvroute_sub_t  *sub = data;
-
-    kvr_kvstate_apply(&sub->state, sub->conf->zone->sh->index, event);
-
-    return 0;
+    return KVR_EVENTS_OK;
 }

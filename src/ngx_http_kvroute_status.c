@@ -40,6 +40,10 @@ static ngx_str_t  ngx_http_kvroute_events_metrics[] = {
     ngx_string("kvroute_events_stale_total"),
     ngx_string("kvroute_events_connects_total"),
     ngx_string("kvroute_events_orphans_total"),
+    ngx_string("kvroute_events_offloaded_blocks_total"),
+    ngx_string("kvroute_events_other_group_blocks_total"),
+    ngx_string("kvroute_events_reannounced_blocks_total"),
+    ngx_string("kvroute_events_lost_total"),
     ngx_string("kvroute_events_block_size_mismatch_total"),
     ngx_string("kvroute_events_last_age_seconds"),
     ngx_null_string
@@ -313,8 +317,12 @@ ngx_http_kvroute_status_upstream(u_char *p, u_char *last,
             values[10] = ev->stale_total;
             values[11] = ev->connects;
             values[12] = ev->orphans;
-            values[13] = ev->bad_block_size;
-            values[14] = ev->last_msec
+            values[13] = ev->offloaded;
+            values[14] = ev->other_group;
+            values[15] = ev->reannounced;
+            values[16] = ev->lost;
+            values[17] = ev->bad_block_size;
+            values[18] = ev->last_msec
                          ? (ngx_current_msec - ev->last_msec) / 1000 : 0;
 
             p = ngx_http_kvroute_status_lines(p, last,

@@ -7,7 +7,14 @@
 // With a replay endpoint, a ROUTER serves replays as vLLM does (reply
 // ["", seq, payload] per batch from the asked sequence on, then the end
 // marker); a message with "replay_only": true is not sent live, only kept
-// for replays (a gap the subscriber must fill).
+// for replays (a gap the subscriber must fill), one with "live_only": true
+// is sent live and never replayed (a buffer that no longer holds it).
+// An element {"replay_drop": {"after": N, "count": M}} (not a message)
+// makes the first replay asked from a sequence above 0 drop M replies
+// after the first N, as a ROUTER past its high-water mark does; later
+// replays are whole.  An element {"start_delay": MS} waits MS after the
+// subscription before the first message.  With KV_PUBLISHER_REPLAYS=FILE, each replay asked
+// appends "replay from SEQ" to FILE.
 //   node t/lib/kv_publisher.js tcp://127.0.0.1:PORT scenario.json [wait_ms]
 //       [tcp://127.0.0.1:REPLAY_PORT]
 
@@ -39,11 +46,20 @@ function frame(f) {
   return Buffer.from(encode(value(f.msgpack), { useBigInt64: true }));
 }
 
-async function serveReplays(router, buffer) {
+async function serveReplays(router, buffer, drop) {
   for await (const [id, , start] of router) {
     const from = start.readBigUInt64BE();
+    let sent = 0;
+    let dropping = drop && from > 0n ? drop : null;
+    if (dropping) drop = null;
+    if (process.env.KV_PUBLISHER_REPLAYS) {
+      fs.appendFileSync(process.env.KV_PUBLISHER_REPLAYS, `replay from ${from}\n`);
+    }
     for (const [seq, payload] of buffer) {
       if (seq >= from) {
+        sent++;
+        if (dropping && sent > dropping.after
+            && sent <= dropping.after + dropping.count) continue;
         const b = Buffer.alloc(8);
         b.writeBigUInt64BE(seq);
         await router.send([id, Buffer.alloc(0), b, payload]);
@@ -55,7 +71,10 @@ async function serveReplays(router, buffer) {
 
 async function main() {
   const [endpoint, file, waitMs, replayEndpoint] = process.argv.slice(2);
-  const messages = JSON.parse(fs.readFileSync(file, 'utf8'));
+  const all = JSON.parse(fs.readFileSync(file, 'utf8'));
+  const messages = all.filter((m) => !m.replay_drop && !m.start_delay);
+  const delay = (all.find((m) => m.start_delay) || {}).start_delay || 0;
+  const drop = (all.find((m) => m.replay_drop) || {}).replay_drop || null;
   // XPUB: a subscription message says a subscriber is in place, so what
   // follows reaches it (a plain PUB drops what it sends before that)
   const pub = new zmq.XPublisher();
@@ -64,7 +83,7 @@ async function main() {
   if (replayEndpoint) {
     const router = new zmq.Router();
     await router.bind(replayEndpoint);
-    serveReplays(router, buffer).catch(() => {});
+    serveReplays(router, buffer, drop).catch(() => {});
   }
   const limit = new Promise((r) => setTimeout(r, Number(waitMs || 1000)));
   const subscribed = (async () => {
@@ -74,9 +93,10 @@ async function main() {
     }
   })();
   await Promise.race([subscribed, limit]);
+  await new Promise((r) => setTimeout(r, delay));
   for (const m of messages) {
     const frames = m.frames.map(frame);
-    if (frames.length === 3 && frames[1].length === 8) {
+    if (frames.length === 3 && frames[1].length === 8 && !m.live_only) {
       buffer.push([frames[1].readBigUInt64BE(), frames[2]]);
     }
     if (!m.replay_only) await pub.send(frames);
