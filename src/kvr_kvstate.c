@@ -221,6 +221,18 @@ kvr_kvstate_apply(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev)
         return;
     }
 
+    /*
+     * a partial block (recent vLLM: one hash, block_size the tokens it
+     * holds, fewer than a block): no request key is made of it
+     */
+
+    if (ev->n_hashes == 1 && ev->block_size < st->block_size
+        && ev->n_tokens == ev->block_size)
+    {
+        st->stats.partial++;
+        return;
+    }
+
     /* a block size kvroute was not told: never silently mismatched */
 
     if (ev->block_size != st->block_size) {

@@ -16,6 +16,8 @@
  *     "mla_attention", or whose group_idx is a group learned to be another
  *     kind (from a store naming it), or, unlearned, is not 0, is counted in
  *     other_group;
+ *   - a store of one partial block (one hash, fewer tokens than a
+ *     block) is skipped and counted in partial, not as another block size;
  *   - an engine hash is held once: a BlockStored of a hash already held
  *     (vLLM's kv_cache_report_mode="full" re-announces reused blocks; a
  *     duplicate store) adds nothing and is counted in reannounced, and one
@@ -54,6 +56,7 @@ typedef struct {
     uint64_t        other_group;      /* events of other KV cache groups */
     uint64_t        reannounced;      /* stores of a hash already held */
     uint64_t        rejected;         /* batches that did not decode */
+    uint64_t        partial;          /* stores of a partial block */
 } kvr_kvstats_t;
 
 

@@ -205,8 +205,9 @@ Content-Type: application/json
 
 
 
-=== TEST 3: hybrid model: the sliding-window group stores and removes the
-same hashes (its removal names group 1 only); the full-attention index stays
+=== TEST 3: hybrid model: the sliding-window group stores the same hashes
+and removes one (naming group 1 only): the full-attention index follows its
+own group (its removal of block 2 takes block 2 out)
 --- main_config eval: $::MainConfig
 --- http_config eval: main::http_config(3, 0)
 --- config eval: $::Config
@@ -215,17 +216,18 @@ main::publish(3,
     main::batch(0, main::stored(hashes => [ 11, 12 ], first => 3000),
                    main::stored(hashes => [ 11, 12 ], first => 3000,
                                 group => 1, kind => 'sliding_window')),
-    main::batch(1, main::removed(hashes => [ 11, 12 ], group => 1)));
+    main::batch(1, main::removed(hashes => [ 11 ], group => 1),
+                   main::removed(hashes => [ 12 ], group => 0)));
 --- more_headers
 Content-Type: application/json
 --- timeout: 8
 --- request eval
 [ "GET /wait", main::prompt(3000, 32), "GET /kvroute_status" ]
 --- response_headers_like eval
-[ "", "X-Kvroute: overlap 2/2", "" ]
+[ "", "X-Kvroute: overlap 1/2", "" ]
 --- response_body_like eval
 [ qr/ok/, qr/ok/,
-  qr/kvroute_events_other_group_blocks_total\{[^}]*\} 4\n/ ]
+  qr/kvroute_events_other_group_blocks_total\{[^}]*\} 3\n/ ]
 --- no_error_log
 [error]
 [alert]

@@ -364,6 +364,15 @@ main(void)
     kvr_kvstate_apply(&st, ix, &ev);
     tap_is(st.stats.bad_shape, 1, "token count that does not fit counted");
 
+    /* recent vLLM's partial block: one hash, block_size its 5 tokens */
+    ev = stored(h + 3, 1, tokens + 3 * BS, 1, 102);
+    ev.block_size = 5;
+    ev.n_tokens = 5;
+    kvr_kvstate_apply(&st, ix, &ev);
+    tap_ok(st.stats.partial == 1 && st.stats.bad_block_size == 1
+           && kvr_index_match(ix, slot, keys, 4) == 3,
+           "a partial block: skipped, not another block size");
+
     /* a LoRA adapter's blocks have other keys */
     ev = stored((uint64_t[]) { 200 }, 1, tokens, 0, 0);
     ev.lora_name = (const uint8_t *) "adapter-a";
