@@ -68,6 +68,7 @@ class Engine {
         hashType: this.o.hashType,
         bufferSteps: 10000,
         replayTopicFrame: this.o.flavour === 'vllm' && this.o.eventsFormat === 'map',
+        forms: this.o.eventForms,
       });
       await this.publisher.start();
     }

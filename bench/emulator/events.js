@@ -23,26 +23,31 @@ function wireHash(digest, flavour, hashType) {
   return v;
 }
 
-// One internal event (see KvCache) -> wire object (array or map era).
+// One internal event (see KvCache; EventShaper adds medium, groupIdx,
+// kind) -> wire object (array or map era).
 function encodeEvent(ev, o) {
   const h = (d) => wireHash(d, o.flavour, o.hashType);
   const map = o.format === 'map';
   const sglang = o.flavour === 'sglang';
+  const bigram = sglang && o.forms && o.forms.bigram;
   if (ev.type === 'BlockStored') {
     const f = {
       block_hashes: ev.hashes.map(h),
       parent_block_hash: h(ev.parent),
-      token_ids: ev.tokenIds,
+      // EAGLE: each position's token and the next one's (the last
+      // position's next token is not known yet: itself)
+      token_ids: bigram ? ev.tokenIds.map((t, i, a) => [t, i + 1 < a.length ? a[i + 1] : t])
+        : ev.tokenIds,
       block_size: ev.blockSize,
       lora_id: null,
-      medium: 'GPU',
+      medium: ev.medium || 'GPU',
     };
     if (!sglang) {
       f.lora_name = null;
       f.extra_keys = ev.hashes.map(() => null);
-      f.group_idx = 0;
-      f.kv_cache_spec_kind = 'full_attention';
-      f.kv_cache_spec_sliding_window = null;
+      f.group_idx = ev.groupIdx || 0;
+      f.kv_cache_spec_kind = ev.kind || 'full_attention';
+      f.kv_cache_spec_sliding_window = ev.kind === 'sliding_window' ? 16 * ev.blockSize : null;
     }
     if (map) {
       // msgspec omit_defaults drops None-default fields when None
@@ -52,8 +57,8 @@ function encodeEvent(ev, o) {
     return ['BlockStored', ...Object.values(f)];
   }
   if (ev.type === 'BlockRemoved') {
-    const f = { block_hashes: ev.hashes.map(h), medium: 'GPU' };
-    if (!sglang) f.group_idx = 0;
+    const f = { block_hashes: ev.hashes.map(h), medium: ev.medium || 'GPU' };
+    if (!sglang) f.group_idx = ev.groupIdx || 0;
     if (map) return Object.assign({ type: 'BlockRemoved' }, f);
     return ['BlockRemoved', ...Object.values(f)];
   }
@@ -79,11 +84,106 @@ function seqBytes(seq) {
 
 const END_SEQ = Buffer.alloc(8, 0xff);
 
+// The forms real engines send beyond one GPU stream, each behind an option
+// (options.js; docs/engine-events.md): o.forms =
+//   offload N    a CPU tier of N blocks written through: every GPU store
+//                published again with medium "CPU" ("CPU_PINNED" for
+//                sglang), CPU removals when that tier's LRU is full
+//   reportFull   vLLM's kv_cache_report_mode="full": a store under a parent
+//                (a prefix reused) first re-announces the prefix's chain
+//                from block 0 (parent nil), no removal paired with it
+//   hybrid       a sliding-window KV cache group (group_idx 1) beside the
+//                full-attention one (0): it stores the same hashes, keeps a
+//                window of one block (the last of each store) and removes
+//                the previous window's block as its chain grows
+//   bigram       (sglang) EAGLE bigram token ids, in encodeEvent
+class EventShaper {
+  constructor(forms, flavour) {
+    this.f = forms || {};
+    this.cpuMedium = flavour === 'sglang' ? 'CPU_PINNED' : 'CPU';
+    this.cpu = new Map();       // hex -> digest, insertion order = LRU
+    this.blocks = new Map();    // hex -> { hash, parent: hex|null, tokens }
+    this.window = new Map();    // sliding-window group: hex -> digest
+  }
+
+  shape(ev) {
+    const out = [];
+    const key = (d) => d.toString('hex');
+    if (ev.type === 'BlockStored') {
+      const bs = ev.blockSize;
+      if (this.f.reportFull && ev.parent) {
+        const chain = [];
+        for (let k = key(ev.parent); k !== null; ) {
+          const b = this.blocks.get(k);
+          if (!b || chain.length > this.blocks.size) { chain.length = 0; break; }
+          chain.unshift(b);
+          k = b.parent;
+        }
+        if (chain.length) {
+          out.push({ type: 'BlockStored', hashes: chain.map((b) => b.hash), parent: null,
+            tokenIds: chain.flatMap((b) => b.tokens), blockSize: bs });
+        }
+      }
+      ev.hashes.forEach((h, i) => {
+        this.blocks.set(key(h), { hash: h,
+          parent: i > 0 ? key(ev.hashes[i - 1]) : (ev.parent ? key(ev.parent) : null),
+          tokens: ev.tokenIds.slice(i * bs, (i + 1) * bs) });
+      });
+      out.push(ev);
+      if (this.f.hybrid) {
+        const last = ev.hashes[ev.hashes.length - 1];
+        out.push(Object.assign({}, ev, { hashes: [last], parent: ev.hashes.length > 1
+          ? ev.hashes[ev.hashes.length - 2] : ev.parent,
+        tokenIds: ev.tokenIds.slice(-bs), groupIdx: 1, kind: 'sliding_window' }));
+        if (ev.parent && this.window.has(key(ev.parent))) {
+          this.window.delete(key(ev.parent));
+          out.push({ type: 'BlockRemoved', hashes: [ev.parent], groupIdx: 1 });
+        }
+        this.window.set(key(last), last);
+      }
+      if (this.f.offload > 0) {
+        out.push(Object.assign({}, ev, { medium: this.cpuMedium }));
+        for (const h of ev.hashes) {
+          this.cpu.delete(key(h));
+          this.cpu.set(key(h), h);
+        }
+        const evicted = [];
+        for (const [k, h] of this.cpu) {
+          if (this.cpu.size - evicted.length <= this.f.offload) break;
+          evicted.push([k, h]);
+        }
+        for (const [k] of evicted) this.cpu.delete(k);
+        if (evicted.length) {
+          out.push({ type: 'BlockRemoved', hashes: evicted.map((e) => e[1]), medium: this.cpuMedium });
+        }
+      }
+      return out;
+    }
+    if (ev.type === 'BlockRemoved') {
+      for (const h of ev.hashes) this.blocks.delete(key(h));
+      if (this.f.hybrid) {
+        const gone = ev.hashes.filter((h) => this.window.delete(key(h)));
+        out.push(ev);
+        if (gone.length) out.push({ type: 'BlockRemoved', hashes: gone, groupIdx: 1 });
+        return out;
+      }
+      return [ev];
+    }
+    if (ev.type === 'AllBlocksCleared') {
+      this.blocks.clear();
+      this.window.clear();
+    }
+    return [ev];
+  }
+}
+
 class EventPublisher {
   // o: endpoint, replayEndpoint|null, topic, format, flavour, hashType,
-  //    bufferSteps, replayTopicFrame (bool: vLLM >= #45177 reply layout)
+  //    bufferSteps, replayTopicFrame (bool: vLLM >= #45177 reply layout),
+  //    forms (EventShaper)
   constructor(o) {
     this.o = o;
+    this.shaper = new EventShaper(o.forms, o.flavour);
     this.seq = 0;
     this.pending = [];
     this.buffer = [];         // [seq, payload] for replay
@@ -103,7 +203,7 @@ class EventPublisher {
   }
 
   add(ev) {
-    this.pending.push(ev);
+    for (const e of this.shaper.shape(ev)) this.pending.push(e);
   }
 
   // Send the events queued since the last flush as one batch.
@@ -160,4 +260,4 @@ class EventPublisher {
   }
 }
 
-module.exports = { EventPublisher, encodeEvent, encodeBatch, wireHash, seqBytes, END_SEQ };
+module.exports = { EventPublisher, EventShaper, encodeEvent, encodeBatch, wireHash, seqBytes, END_SEQ };

@@ -134,6 +134,7 @@ async function main() {
       hashType: o.hashType,
       flavour: o.flavour,
       hashSeed: o.hashSeed,
+      eventForms: o.eventForms,
     }, tokenizer, filler));
     byIndex.set(i, engines[engines.length - 1]);
   }

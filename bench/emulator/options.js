@@ -42,6 +42,10 @@ const SPEC = {
   'hash-seed': { type: 'string', default: '0' },
   'replay-base-port': { type: 'string', default: '20181' },
   flavour: { type: 'string', default: 'vllm' },
+  'events-offload': { type: 'string', default: '0' },
+  'events-report-full': { type: 'boolean', default: false },
+  'events-hybrid': { type: 'boolean', default: false },
+  'events-bigram': { type: 'boolean', default: false },
   'name-prefix': { type: 'string', default: 'engine-' },
   'engine-scale': { type: 'string', default: '' },
   'base-us': { type: 'string', default: String(DEFAULT_TIMING.baseUs) },
@@ -93,6 +97,13 @@ function parseOptions(argv) {
     hashSeed: v['hash-seed'],
     replayBasePort: num(v['replay-base-port'], 'replay-base-port', 0, true),
     flavour: oneOf(v.flavour, 'flavour', ['vllm', 'sglang']),
+    // forms beyond one GPU stream (events.js EventShaper)
+    eventForms: {
+      offload: num(v['events-offload'], 'events-offload', 0, true),
+      reportFull: v['events-report-full'],
+      hybrid: v['events-hybrid'],
+      bigram: v['events-bigram'],
+    },
     namePrefix: v['name-prefix'],
     // per engine: its KV capacity and its speed times this factor (unequal
     // GPUs); engines past the list's end get 1
@@ -118,6 +129,8 @@ function parseOptions(argv) {
   if (o.timing.timeScale <= 0) throw new Error('--time-scale must be > 0');
   if (o.share > 1) throw new Error('--share: expected a number in [0, 1]');
   o.gpuOf = placeEngines(o.engines, o.gpus, o.placement);
+  if (o.eventForms.bigram && o.flavour !== 'sglang') throw new Error('--events-bigram needs --flavour sglang');
+  if (o.eventForms.hybrid && o.flavour !== 'vllm') throw new Error('--events-hybrid needs --flavour vllm');
   return o;
 }
 

@@ -282,3 +282,81 @@ test('replay in the map era (vLLM >= 0.26) carries the topic frame', async () =>
     await emu.stop();
   }
 });
+
+test('forms behind options: CPU tier, report_mode=full, sliding-window group (vLLM, map era)', async () => {
+  const emu = await startEmulator(['--kv-events', 'zmq', '--time-scale', '50',
+    '--events-format', 'map', '--events-offload', '4', '--events-report-full',
+    '--events-hybrid']);
+  const sub = new Sub(emu.eventsPort);
+  try {
+    await sub.connected();
+    const p1 = tokens(21, 100);                 // 6 blocks
+    await postJson(emu.basePort, '/v1/completions', { prompt: p1, max_tokens: 1 });
+    await sub.waitFor(1);
+    await sleep(100);
+    let evs = allEvents(sub.msgs);
+    const gpu = evs.filter((e) => e.type === 'BlockStored' && e.medium === 'GPU' && e.group_idx === 0);
+    assert.equal(gpu.length, 1);
+    const chain = gpu[0].block_hashes.map(hkey);
+    assert.equal(chain.length, 6);
+
+    // the CPU tier: the same store, then its LRU of 4 removes 2
+    const cpu = evs.filter((e) => e.medium === 'CPU');
+    assert.equal(cpu[0].type, 'BlockStored');
+    assert.deepEqual(cpu[0].block_hashes.map(hkey), chain);
+    assert.equal(cpu[1].type, 'BlockRemoved');
+    assert.deepEqual(cpu[1].block_hashes.map(hkey), chain.slice(0, 2));
+
+    // the sliding-window group: the last block only
+    const sw = evs.filter((e) => e.group_idx === 1);
+    assert.equal(sw.length, 1);
+    assert.equal(sw[0].kv_cache_spec_kind, 'sliding_window');
+    assert.deepEqual(sw[0].block_hashes.map(hkey), [chain[5]]);
+
+    // the prefix reused: re-announced from block 0, then the new blocks
+    const before = sub.msgs.length;
+    const p2 = p1.slice(0, 96).concat(tokens(22, 40));
+    await postJson(emu.basePort, '/v1/completions', { prompt: p2, max_tokens: 1 });
+    await sub.waitFor(before + 1);
+    await sleep(100);
+    evs = allEvents(sub.msgs.slice(before));
+    const stores = evs.filter((e) => e.type === 'BlockStored' && e.medium === 'GPU'
+      && e.group_idx === 0);
+    assert.equal(stores.length, 2);
+    assert.equal(stores[0].parent_block_hash, null, 're-announced from block 0');
+    assert.deepEqual(stores[0].block_hashes.map(hkey), chain);
+    assert.deepEqual(stores[0].token_ids.map(Number), p1.slice(0, 96));
+    assert.equal(hkey(stores[1].parent_block_hash), chain[5]);
+    assert.ok(!evs.some((e) => e.type === 'BlockRemoved' && e.medium === 'GPU'
+      && e.group_idx === 0), 'no GPU removal pairs with the re-announcement');
+    // the window moves on: the sliding-window group removes the old block
+    const swr = evs.filter((e) => e.type === 'BlockRemoved' && e.group_idx === 1);
+    assert.deepEqual(swr.map((e) => hkey(e.block_hashes[0])), [chain[5]]);
+  } finally {
+    sub.close();
+    await emu.stop();
+  }
+});
+
+test('forms behind options: SGLang EAGLE bigram token ids', async () => {
+  const emu = await startEmulator(['--kv-events', 'zmq', '--time-scale', '50',
+    '--flavour', 'sglang', '--events-format', 'map', '--events-bigram']);
+  const sub = new Sub(emu.eventsPort);
+  try {
+    await sub.connected();
+    const p = tokens(23, 40);
+    await postJson(emu.basePort, '/v1/completions', { prompt: p, max_tokens: 1 });
+    await sub.waitFor(1);
+    const ev = decodeMsg(sub.msgs[0]).batch[1][0];
+    assert.equal(ev.type, 'BlockStored');
+    assert.equal(ev.token_ids.length, 32);
+    ev.token_ids.forEach((pair, i) => {
+      assert.equal(pair.length, 2);
+      assert.equal(Number(pair[0]), p[i]);
+      assert.equal(Number(pair[1]), i < 31 ? p[i + 1] : p[i]);
+    });
+  } finally {
+    sub.close();
+    await emu.stop();
+  }
+});
