@@ -33,6 +33,13 @@ const CONFIGS = [
   { name: 'vllm-map-bytes', args: ['--events-format', 'map', '--hash-type', 'bytes'] },
   { name: 'sglang-array-int', args: ['--flavour', 'sglang', '--events-format', 'array'] },
   { name: 'sglang-map-int', args: ['--flavour', 'sglang', '--events-format', 'map'] },
+  // the forms beyond one GPU stream (bench/emulator/events.js EventShaper)
+  { name: 'vllm-map-forms', args: ['--events-format', 'map', '--events-offload', '8',
+    '--events-report-full', '--events-hybrid'] },
+  { name: 'vllm-array-forms', args: ['--events-format', 'array', '--events-offload', '8',
+    '--events-report-full', '--events-hybrid'] },
+  { name: 'sglang-map-bigram', args: ['--flavour', 'sglang', '--events-format', 'map',
+    '--events-bigram', '--events-offload', '8'] },
 ];
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -100,7 +107,9 @@ function expectText(batch) {
     if (e.type === 'BlockStored') {
       lines.push(`stored ${e.block_size} ${u64(e.parent_block_hash)} ${e.block_hashes.length} `
         + e.block_hashes.map(u64).join(' '));
-      lines.push(`  ${e.token_ids.length} ${e.token_ids.join(' ')}`);
+      // EAGLE bigram pairs: the decoder delivers the first of each
+      const ids = e.token_ids.map((t) => (Array.isArray(t) ? t[0] : t));
+      lines.push(`  ${ids.length} ${ids.join(' ')}`);
     } else if (e.type === 'BlockRemoved') {
       lines.push(`removed ${e.block_hashes.length} ${e.block_hashes.map(u64).join(' ')}`);
     } else if (e.type === 'AllBlocksCleared') {
