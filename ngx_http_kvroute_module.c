@@ -120,7 +120,7 @@ ngx_module_t  ngx_http_kvroute_module = {
 /*
  * kvroute [mode=approx|kv|round_robin|random] [zone=name[:size]]
  *         [events_port=[+]N [replay_port=[+]N] [events_ranks=K]
- *          [events_topic=T] [predict=blocks]]
+ *          [events_topic=T] [predict=blocks] [models=name[,name...]]]
  *         [block_size=16] [capacity=blocks] [policy=kvroute|dynamo|cost]
  *         [overlap_weight=1.0] [balance_abs=N] [balance_rel=R] [spread=N]
  *         [corun=tokens] [evict=W]
@@ -422,6 +422,19 @@ ngx_http_kvroute(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         if (ngx_strncmp(value[i].data, "events_topic=", 13) == 0) {
             kcf->events_topic.data = value[i].data + 13;
             kcf->events_topic.len = value[i].len - 13;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "models=", 7) == 0) {
+            kcf->models.data = value[i].data + 7;
+            kcf->models.len = value[i].len - 7;
+
+            if (kcf->models.len == 0) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid parameter \"%V\"", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
             continue;
         }
 

@@ -132,6 +132,7 @@ typedef struct {
     ngx_uint_t                       replay_offset;
     ngx_uint_t                       events_ranks;
     ngx_str_t                        events_topic;
+    ngx_str_t                        models;    /* base model names, "," */
     ngx_array_t                     *events_overrides;   /* _override_t */
     ngx_array_t                     *capacity_overrides; /* _capacity_t */
     size_t                           max_body;

@@ -29,6 +29,8 @@
 
 static void ngx_http_kvroute_body_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_kvroute_endpoint(ngx_http_request_t *r);
+static ngx_uint_t ngx_http_kvroute_adapter(ngx_http_kvroute_srv_conf_t *kcf,
+    kvr_request_t *req);
 static ngx_uint_t ngx_http_kvroute_json_type(ngx_http_request_t *r);
 static ngx_int_t ngx_http_kvroute_body_bytes(ngx_http_request_t *r,
     size_t max, u_char **data, size_t *len);
@@ -219,17 +221,23 @@ ngx_http_kvroute_analyze(ngx_http_request_t *r,
     /*
      * the model keeps models apart in the predicted index; the engines'
      * events name a block's LoRA adapter, not the model a client asked
-     * for, so kv mode leaves the model out (adapters: not yet matched),
-     * and keys token ids as the events key them: the salt, which engines
-     * name in a chain's first block only, as its virtual parent
-     * (kvr_hash_token_blocks_salted()), not in every block's seed
+     * for, so kv mode keys the model only when it names an adapter (none
+     * of models=), and keys token ids as the events key them: the salt,
+     * which engines name in a chain's first block only, as its virtual
+     * parent (kvr_hash_token_blocks_salted()), not in every block's seed
      */
 
     kv = (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV);
 
     if (kv) {
         seed = kvr_hash_seed(NULL, 0, req.cache_salt, req.cache_salt_len);
-        ids_seed = kvr_hash_seed(NULL, 0, NULL, 0);
+
+        if (ngx_http_kvroute_adapter(kcf, &req)) {
+            ids_seed = kvr_hash_seed(req.model, req.model_len, NULL, 0);
+
+        } else {
+            ids_seed = kvr_hash_seed(NULL, 0, NULL, 0);
+        }
 
     } else {
         seed = kvr_hash_seed(req.model, req.model_len, req.cache_salt,
@@ -356,6 +364,44 @@ ngx_http_kvroute_analyze(ngx_http_request_t *r,
     kvr_request_free(&req);
 
     ctx->first_block = ctx->hashes[0];
+}
+
+
+/*
+ * mode=kv: whether the request's model names a LoRA adapter (vLLM: the
+ * model of a request for an adapter is the adapter's lora_name): with
+ * models= (the base model's served names), any other model
+ */
+
+static ngx_uint_t
+ngx_http_kvroute_adapter(ngx_http_kvroute_srv_conf_t *kcf,
+    kvr_request_t *req)
+{
+    u_char  *p, *last, *comma;
+
+    if (kcf->models.len == 0 || req->model == NULL || req->model_len == 0) {
+        return 0;
+    }
+
+    p = kcf->models.data;
+    last = p + kcf->models.len;
+
+    while (p < last) {
+        comma = ngx_strlchr(p, last, ',');
+        if (comma == NULL) {
+            comma = last;
+        }
+
+        if ((size_t) (comma - p) == req->model_len
+            && ngx_strncmp(p, req->model, req->model_len) == 0)
+        {
+            return 0;
+        }
+
+        p = comma + 1;
+    }
+
+    return 1;
 }
 
 

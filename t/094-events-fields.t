@@ -71,9 +71,10 @@ sub server_port {
 }
 
 sub http_config {
-    my ($block, $replay) = @_;
+    my ($block, $replay, $more) = @_;
     my $b = server_port($block);
     my $r = $replay ? ' replay_port=+200' : '';
+    $r .= " $more" if defined $more;
     return "upstream llm {\n"
            . "    kvroute mode=kv events_port=+100$r predict=0"
            . " zone=kv_fields:4m;\n"
@@ -122,8 +123,9 @@ sub replays {
 
 sub prompt {
     my ($first, $n, %extra) = @_;
+    $extra{model} //= 'm';
     return "POST /v1/completions\n" . JSON::PP->new->canonical->encode(
-        { model => 'm', prompt => [ $first .. $first + $n - 1 ], %extra });
+        { prompt => [ $first .. $first + $n - 1 ], %extra });
 }
 
 our $Config = <<'_EOC_';
@@ -463,6 +465,36 @@ Content-Type: application/json
 [ "GET /wait", main::prompt(3000, 16), main::prompt(4000, 16) ]
 --- response_headers_like eval
 [ "", "X-Kvroute: overlap 1/1", "X-Kvroute: home 0/1" ]
+--- no_error_log
+[error]
+[alert]
+
+
+
+=== TEST 12: models= names the base model: a request for another model is
+for that LoRA adapter, keyed with its name as the engine keys its blocks
+--- main_config eval: $::MainConfig
+--- http_config eval: main::http_config(12, 0, 'models=base,base-alias')
+--- config eval: $::Config
+--- init
+main::publish(12,
+    main::batch(0, main::stored(hashes => [ 21 ], first => 4000,
+                                lora => 'adapter-a',
+                                extra => [ [ 'adapter-a' ] ]),
+                   main::stored(hashes => [ 31 ], first => 5000)));
+--- more_headers
+Content-Type: application/json
+--- timeout: 8
+--- request eval
+[ "GET /wait",
+  main::prompt(4000, 16, model => 'adapter-a'),
+  main::prompt(4000, 16, model => 'base'),
+  main::prompt(5000, 16, model => 'adapter-a'),
+  main::prompt(5000, 16, model => 'base-alias'),
+  main::prompt(4000, 16, model => 'adapter-b') ]
+--- response_headers_like eval
+[ "", "X-Kvroute: overlap 1/1", "X-Kvroute: home 0/1", "X-Kvroute: home 0/1",
+  "X-Kvroute: overlap 1/1", "X-Kvroute: home 0/1" ]
 --- no_error_log
 [error]
 [alert]
