@@ -116,6 +116,9 @@ static ngx_uint_t ngx_http_kvroute_events_replayed(
 static ngx_uint_t ngx_http_kvroute_events_recv(void *socket, zmq_msg_t *msgs,
     kvr_events_frame_t *frames, ngx_uint_t *n);
 static void ngx_http_kvroute_events_timer(ngx_event_t *ev);
+static void ngx_http_kvroute_events_endpoint(char *dst, size_t size,
+    ngx_str_t *ep, ngx_http_upstream_rr_peer_t *peer, u_char *host,
+    size_t len);
 static ngx_http_kvroute_override_t *ngx_http_kvroute_events_override(
     ngx_http_kvroute_srv_conf_t *kcf, ngx_http_upstream_rr_peer_t *peer);
 
@@ -345,13 +348,13 @@ ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
             return NGX_DECLINED;
         }
 
-        ngx_snprintf((u_char *) sub->endpoint, sizeof(sub->endpoint) - 1,
-                     "%V%Z", &o->endpoint);
+        ngx_http_kvroute_events_endpoint(sub->endpoint, sizeof(sub->endpoint),
+                                         &o->endpoint, peer, host, len);
 
         if (o->replay.len) {
-            ngx_snprintf((u_char *) sub->replay_endpoint,
-                         sizeof(sub->replay_endpoint) - 1, "%V%Z",
-                         &o->replay);
+            ngx_http_kvroute_events_endpoint(sub->replay_endpoint,
+                                             sizeof(sub->replay_endpoint),
+                                             &o->replay, peer, host, len);
         }
 
     } else if (kcf->replay_port) {
@@ -463,6 +466,50 @@ failed:
     ev->failed++;
 
     return NGX_ERROR;
+}
+
+
+/*
+ * An endpoint as kvroute_events names it.  The engine's bind form (a
+ * host of "*", as in vLLM's default endpoint, "0.0.0.0" or "[::]") would
+ * make both sides connect: the server's own host stands for it.
+ */
+
+static void
+ngx_http_kvroute_events_endpoint(char *dst, size_t size, ngx_str_t *ep,
+    ngx_http_upstream_rr_peer_t *peer, u_char *host, size_t len)
+{
+    size_t      n, i;
+    ngx_str_t   rest;
+
+    static ngx_str_t  wild[] = {
+        ngx_string("tcp://*:"),
+        ngx_string("tcp://0.0.0.0:"),
+        ngx_string("tcp://[::]:")
+    };
+
+    for (i = 0; i < sizeof(wild) / sizeof(wild[0]); i++) {
+        n = wild[i].len;
+
+        if (ep->len > n && ngx_strncmp(ep->data, wild[i].data, n) == 0) {
+
+            /* from the ':' before the port */
+            rest.data = ep->data + n - 1;
+            rest.len = ep->len - n + 1;
+
+            ngx_snprintf((u_char *) dst, size - 1,
+                         peer->sockaddr->sa_family == AF_INET6
+                         ? "tcp://[%*s]%V%Z" : "tcp://%*s%V%Z",
+                         len, host, &rest);
+
+            ngx_log_error(NGX_LOG_INFO, ngx_cycle->log, 0,
+                          "kvroute: \"%V\" is a bind address, connecting "
+                          "to \"%s\"", ep, dst);
+            return;
+        }
+    }
+
+    ngx_snprintf((u_char *) dst, size - 1, "%V%Z", ep);
 }
 
 

@@ -498,3 +498,36 @@ Content-Type: application/json
 --- no_error_log
 [error]
 [alert]
+
+
+
+=== TEST 13: kvroute_events given the engine's bind form (tcp://*:PORT, as
+vLLM's default endpoint): kvroute connects to the server's own host
+--- main_config eval: $::MainConfig
+--- http_config eval
+my $b = main::server_port(13);
+my $e = $b + 100;
+my $r = $b + 200;
+"upstream llm {
+    kvroute mode=kv predict=0 zone=kv_fields:4m;
+    kvroute_events 127.0.0.1:$b tcp://*:$e replay=tcp://0.0.0.0:$r;
+    server 127.0.0.1:$b;
+}
+server { listen 127.0.0.1:$b; location / { return 200 \"ok\\n\"; } }
+"
+--- config eval: $::Config
+--- init
+main::publish(13,
+    main::batch(0, main::stored(hashes => [ 11 ], first => 3000)));
+--- more_headers
+Content-Type: application/json
+--- timeout: 8
+--- request eval
+[ "GET /wait", main::prompt(3000, 16), "GET /kvroute_status" ]
+--- response_headers_like eval
+[ "", "X-Kvroute: overlap 1/1", "" ]
+--- response_body_like eval
+[ qr/ok/, qr/ok/, qr/kvroute_events_replays_total\{[^}]*\} [1-9]\n/ ]
+--- no_error_log
+[error]
+[alert]
