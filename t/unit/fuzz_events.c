@@ -7,7 +7,8 @@
  * scratch, and these invariants must hold (else abort):
  *   - on success, delivered + unknown + malformed == n_events;
  *   - every event has a known type and counts within the limits, a
- *     BlockStored has block_size >= 1, strings lie inside the input;
+ *     BlockStored has block_size >= 1, strings lie inside the input, extra
+ *     keys' digests (one a hash) and bigram only on a BlockStored;
  *   - an error delivers nothing;
  *   - the small decoder never accepts what the default one rejects, except
  *     for limits (the default limits are wider).
@@ -106,6 +107,18 @@ handler(void *data, const kvr_event_batch_t *batch, const kvr_event_t *ev)
 
     for (i = 0; i < ev->n_tokens; i++) {
         ctx->sink += ev->token_ids[i];
+    }
+
+    /* extra keys' digests: one a hash, a BlockStored's only */
+
+    if (ev->extra != NULL || ev->bigram) {
+        if (ev->type != KVR_EVENT_BLOCK_STORED) {
+            abort();
+        }
+
+        for (i = 0; ev->extra != NULL && i < ev->n_hashes; i++) {
+            ctx->sink += ev->extra[i];
+        }
     }
 
     check_str(ctx, ev->lora_name, ev->lora_name_len);
