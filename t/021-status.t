@@ -25,7 +25,10 @@ our @EventsMetrics = qw(
     kvroute_events_gaps_total kvroute_events_replays_total
     kvroute_events_replayed_batches_total kvroute_events_stale
     kvroute_events_stale_total kvroute_events_connects_total
-    kvroute_events_orphans_total kvroute_events_block_size_mismatch_total
+    kvroute_events_orphans_total kvroute_events_offloaded_blocks_total
+    kvroute_events_other_group_blocks_total
+    kvroute_events_reannounced_blocks_total kvroute_events_lost_total
+    kvroute_events_block_size_mismatch_total
     kvroute_events_last_age_seconds);
 
 our $Types = join '', map { "# TYPE $_\n" } (
