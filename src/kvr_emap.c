@@ -258,6 +258,20 @@ kvr_emap_get(kvr_emap_t *map, uint64_t engine, int *found)
 
 
 void
+kvr_emap_each(kvr_emap_t *map, void (*fn)(void *data, uint64_t engine,
+    uint64_t key), void *data)
+{
+    size_t  i;
+
+    for (i = 0; i <= map->mask; i++) {
+        if (map->cells[i].refs != 0) {
+            fn(data, map->cells[i].engine, map->cells[i].key);
+        }
+    }
+}
+
+
+void
 kvr_emap_clear(kvr_emap_t *map)
 {
     memset(map->cells, 0, (map->mask + 1) * sizeof(kvr_emap_cell_t));

@@ -45,6 +45,10 @@ int64_t kvr_emap_remove(kvr_emap_t *map, uint64_t engine, uint64_t *key);
 /* the key of engine, 0 when unknown (*found says which) */
 uint64_t kvr_emap_get(kvr_emap_t *map, uint64_t engine, int *found);
 
+/* calls fn(data, engine, key) for each handle held */
+void kvr_emap_each(kvr_emap_t *map, void (*fn)(void *data, uint64_t engine,
+    uint64_t key), void *data);
+
 void kvr_emap_clear(kvr_emap_t *map);
 size_t kvr_emap_count(kvr_emap_t *map);
 

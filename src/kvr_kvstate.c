@@ -22,6 +22,7 @@ typedef struct {
 } kvr_kvstate_run_t;
 
 
+static void kvr_kvstate_drop(void *data, uint64_t engine, uint64_t key);
 static int kvr_kvstate_gpu(const kvr_event_t *ev);
 static int kvr_kvstate_main(kvr_kvstate_t *st, const kvr_event_t *ev);
 static int kvr_kvstate_handler(void *data, const kvr_event_batch_t *batch,
@@ -157,12 +158,41 @@ kvr_kvstate_sequence(kvr_kvstate_t *st, kvr_index_t *ix, uint64_t seq)
 }
 
 
+typedef struct {
+    kvr_index_t  *ix;
+    int           slot;
+} kvr_kvstate_drop_t;
+
+
 void
 kvr_kvstate_reset(kvr_kvstate_t *st, kvr_index_t *ix)
 {
-    kvr_index_clear_slot(ix, st->slot);
+    kvr_kvstate_drop_t  drop;
+
+    if (st->shared) {
+        drop.ix = ix;
+        drop.slot = st->slot;
+        kvr_emap_each(st->handles, kvr_kvstate_drop, &drop);
+
+    } else {
+        kvr_index_clear_slot(ix, st->slot);
+    }
+
     kvr_emap_clear(st->handles);
     st->have_seq = 0;
+}
+
+
+/* one reference of this stream's, out of a shared slot */
+
+static void
+kvr_kvstate_drop(void *data, uint64_t engine, uint64_t key)
+{
+    kvr_kvstate_drop_t  *drop = data;
+
+    (void) engine;
+
+    kvr_index_remove_ref(drop->ix, drop->slot, key);
 }
 
 
@@ -171,8 +201,9 @@ kvr_kvstate_apply(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev)
 {
     int        found;
     size_t     i, j, n, done;
+    unsigned   have;
     uint32_t   put;
-    uint64_t   seed, parent, key, keys[KVR_KVSTATE_CHUNK];
+    uint64_t   seed, parent, key, last, keys[KVR_KVSTATE_CHUNK];
     uint8_t    id[1 + sizeof(int64_t)];
 
     if (ev->type != KVR_EVENT_ALL_BLOCKS_CLEARED) {
@@ -196,8 +227,11 @@ kvr_kvstate_apply(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev)
         st->stats.cleared++;
 
         /* the sequence goes on: a gap right after a clear still counts */
-        kvr_index_clear_slot(ix, st->slot);
-        kvr_emap_clear(st->handles);
+        last = st->last_seq;
+        have = st->have_seq;
+        kvr_kvstate_reset(st, ix);
+        st->last_seq = last;
+        st->have_seq = have;
         return;
 
     case KVR_EVENT_BLOCK_REMOVED:

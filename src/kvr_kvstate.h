@@ -86,6 +86,7 @@ typedef struct {
     uint32_t        block_size;       /* kvroute's configured block size */
     uint64_t        last_seq;
     unsigned        have_seq:1;
+    unsigned        shared:1;         /* the slot has other streams too */
     uint32_t        last_bad_block_size;
     uint8_t         groups[KVR_KVSTATE_GROUPS];  /* 0 unknown, 1 main, 2 */
     kvr_kvstats_t   stats;
@@ -134,7 +135,13 @@ kvr_events_status_e kvr_kvstate_batch(kvr_kvstate_t *st, kvr_index_t *ix,
 void kvr_kvstate_apply(kvr_kvstate_t *st, kvr_index_t *ix,
     const kvr_event_t *ev);
 
-/* forgets everything known of the server, its sequence too */
+/*
+ * Forgets everything known of the stream, its sequence too: the slot's
+ * entries, or, when the slot is shared (a server's data-parallel ranks,
+ * each its own stream), only the references this stream holds, so a
+ * rank's restart, gap or AllBlocksCleared never removes another rank's
+ * blocks.
+ */
 void kvr_kvstate_reset(kvr_kvstate_t *st, kvr_index_t *ix);
 
 

@@ -424,9 +424,13 @@ ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
     sub->pred_slot = kcf->pred_slots[peer_index];
     sub->zmq = ev->zmq;
 
+    /* a server's ranks share its slot: each one resets only its own */
+    sub->state.shared = (kcf->events_ranks > 1);
+
     /* what the index held from a previous helper can't be removed now */
 
     ngx_http_kvroute_lock(kcf->zone);
+    kvr_index_clear_slot(kcf->zone->sh->index, slot);
     kvr_kvstate_reset(&sub->state, kcf->zone->sh->index);
     ngx_http_kvroute_unlock(kcf->zone);
 

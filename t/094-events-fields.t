@@ -115,6 +115,33 @@ sub publish {
     }
 }
 
+# one more publisher, for data-parallel rank $rank (port + rank), no replay
+sub publish_rank {
+    my ($block, $rank, @messages) = @_;
+    my $events = "tcp://127.0.0.1:" . (server_port($block) + 100 + $rank);
+
+    my $file = "t/publisher-$$-$rank.json";
+    open my $fh, '>', $file or die;
+    print $fh JSON::PP->new->encode(\@messages);
+    close $fh;
+    my $out = "t/publisher-$$-$rank.out";
+    unlink $out;
+    my $pid = fork();
+    if ($pid == 0) {
+        open STDOUT, '>', $out;
+        exec('node', 't/lib/kv_publisher.js', $events, $file, 8000)
+            or POSIX::_exit(127);
+    }
+    push @Publishers, $pid;
+
+    for (1 .. 100) {
+        last if -s $out;
+        select(undef, undef, undef, 0.1);
+    }
+
+    unlink $file, $out;
+}
+
 sub replays {
     open my $fh, '<', $Replays or return '';
     local $/;
@@ -528,6 +555,36 @@ Content-Type: application/json
 [ "", "X-Kvroute: overlap 1/1", "" ]
 --- response_body_like eval
 [ qr/ok/, qr/ok/, qr/kvroute_events_replays_total\{[^}]*\} [1-9]\n/ ]
+--- no_error_log
+[error]
+[alert]
+
+
+
+=== TEST 14: data-parallel ranks share their server's index: rank 1's
+removal and AllBlocksCleared take only rank 1's blocks, rank 0's stay
+--- main_config eval: $::MainConfig
+--- http_config eval: main::http_config(14, 0, 'events_ranks=2')
+--- config eval: $::Config
+--- init
+main::publish(14,
+    main::batch(0, main::stored(hashes => [ 11, 12 ], first => 3000)));
+main::publish_rank(14, 1,
+    main::batch(0, main::stored(hashes => [ 21, 22 ], first => 3000),
+                   main::stored(hashes => [ 31 ], first => 4000)),
+    main::batch(1, main::removed(hashes => [ 22 ])),
+    main::batch(2, [ 'AllBlocksCleared' ]));
+--- more_headers
+Content-Type: application/json
+--- timeout: 8
+--- request eval
+[ "GET /wait", main::prompt(3000, 32), main::prompt(4000, 16),
+  "GET /kvroute_status" ]
+--- response_headers_like eval
+[ "", "X-Kvroute: overlap 2/2", "X-Kvroute: home 0/1", "" ]
+--- response_body_like eval
+[ qr/ok/, qr/ok/, qr/ok/,
+  qr/kvroute_indexed_blocks\{[^}]*\} 2\n(?:.*\n)*kvroute_events_cleared_total\{[^}]*\} 1\n/ ]
 --- no_error_log
 [error]
 [alert]

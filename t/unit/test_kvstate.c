@@ -242,6 +242,65 @@ test_keys(kvr_index_t *ix, int slot, const uint32_t *tokens)
 }
 
 
+/* (g) data-parallel ranks sharing their server's slot */
+static void
+test_ranks(kvr_index_t *ix, int slot, const uint32_t *tokens)
+{
+    uint64_t       keys[4], a[2] = { 500, 501 }, b[3] = { 600, 601, 602 };
+    kvr_event_t    ev;
+    kvr_kvstate_t  r0, r1;
+
+    kvr_hash_token_blocks(tokens, 4 * BS, BS, kvr_hash_seed(NULL, 0, NULL, 0),
+                          keys, 4);
+    kvr_index_clear_slot(ix, slot);
+    kvr_kvstate_init(&r0, slot, BS, 1000);
+    kvr_kvstate_init(&r1, slot, BS, 1000);
+    r0.shared = 1;
+    r1.shared = 1;
+
+    /* rank 0 holds blocks 0-1, rank 1 blocks 0-2 (its own hashes) */
+    ev = stored(a, 2, tokens, 0, 0);
+    kvr_kvstate_apply(&r0, ix, &ev);
+    ev = stored(b, 3, tokens, 0, 0);
+    kvr_kvstate_apply(&r1, ix, &ev);
+    tap_is(kvr_index_match(ix, slot, keys, 4), 3, "ranks: their union");
+
+    ev = removed(b + 1, 2);
+    kvr_kvstate_apply(&r1, ix, &ev);
+    tap_is(kvr_index_match(ix, slot, keys, 4), 2,
+           "ranks: rank 1's removal keeps what rank 0 holds");
+
+    memset(&ev, 0, sizeof(ev));
+    ev.type = KVR_EVENT_ALL_BLOCKS_CLEARED;
+    kvr_kvstate_sequence(&r0, ix, 0);
+    kvr_kvstate_apply(&r0, ix, &ev);
+    tap_ok(kvr_index_match(ix, slot, keys, 4) == 1 && r0.have_seq,
+           "ranks: rank 0's clear takes only its blocks, keeps its "
+           "sequence");
+
+    ev = stored(a, 2, tokens, 0, 0);
+    kvr_kvstate_apply(&r0, ix, &ev);
+    kvr_kvstate_reset(&r1, ix);
+    tap_is(kvr_index_match(ix, slot, keys, 4), 2,
+           "ranks: rank 1's reset (gap, restart) keeps rank 0's blocks");
+    kvr_kvstate_reset(&r0, ix);
+    tap_is(kvr_index_slot_blocks(ix, slot), 0, "ranks: both reset: empty");
+
+    /* not shared: a reset clears the slot */
+    ev = stored(b, 3, tokens, 0, 0);
+    kvr_kvstate_apply(&r1, ix, &ev);
+    ev = stored(a, 2, tokens, 0, 0);
+    r0.shared = 0;
+    kvr_kvstate_apply(&r0, ix, &ev);
+    kvr_kvstate_reset(&r0, ix);
+    tap_is(kvr_index_slot_blocks(ix, slot), 0,
+           "a slot of one stream: a reset clears it");
+
+    kvr_kvstate_free(&r0);
+    kvr_kvstate_free(&r1);
+}
+
+
 /* (d) a rejected batch keeps the sequence; gaps; replay decisions */
 static void
 test_batches(kvr_index_t *ix, int slot)
@@ -411,6 +470,7 @@ main(void)
 
     test_tiers_groups(ix, slot, tokens);
     test_keys(ix, slot, tokens);
+    test_ranks(ix, slot, tokens);
     test_batches(ix, slot);
 
     free(region);
