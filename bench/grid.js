@@ -15,7 +15,8 @@ const path = require('node:path');
 const { spawn, spawnSync } = require('node:child_process');
 const { parseArgs } = require('node:util');
 
-const { routerTable } = require('./loadgen/routers');
+const { routerTable, describeRouter } = require('./loadgen/routers');
+const { emulatorDefaults } = require('./fidelity/model');
 
 const BENCH = __dirname;
 const KVBENCH = path.join(BENCH, 'kvbench');
@@ -134,21 +135,9 @@ function gitCommit() {
 }
 
 function upstreamLine(router, o) {
-  const t = routerTable(path.join(BENCH, '..'), o.build || path.join(BENCH, '..', 'build'),
+  return describeRouter(routerTable(path.join(BENCH, '..'), o.build || path.join(BENCH, '..', 'build'),
     { capacityBlocks: 585, blockSize: 16, basePort: o.port + 1, eventsBasePort: o.port + 1081,
-      replayBasePort: o.port + 1181 })[router];
-  if (!t) return null;
-  if (t.bench) return `(the load generator's ${t.bench} router)`;
-  const up = typeof t.upstream === 'function' ? t.upstream({ enginePorts: [], eventsPorts: [], port: o.port }) : t.upstream;
-  return up.join(' ') || '(nginx round robin)';
-}
-
-function emulatorDefaults() {
-  const { DEFAULT_TIMING } = require('./emulator/scheduler');
-  const { GPU_CLASSES, GPU_SHARE, FRONTEND_US } = require('./emulator/options');
-  const { DEFAULT_MAX_TOKENS } = require('./fidelity/model');
-  return { gpus: '24g,8g,8g', gpu_classes: GPU_CLASSES, share: GPU_SHARE, frontend_us: FRONTEND_US,
-    timing: DEFAULT_TIMING, max_tokens: DEFAULT_MAX_TOKENS };
+      replayBasePort: o.port + 1181 })[router]);
 }
 
 // Upper bound on the request hit rate (seed-experiment.md): prefixes

@@ -116,6 +116,8 @@ static ngx_uint_t ngx_http_kvroute_events_replayed(
 static ngx_uint_t ngx_http_kvroute_events_recv(void *socket, zmq_msg_t *msgs,
     kvr_events_frame_t *frames, ngx_uint_t *n);
 static void ngx_http_kvroute_events_timer(ngx_event_t *ev);
+static void ngx_http_kvroute_events_dropped(ngx_http_kvroute_sub_t *sub,
+    ngx_http_kvroute_events_stats_t *stats, kvr_events_status_e rc);
 static void ngx_http_kvroute_events_endpoint(char *dst, size_t size,
     ngx_str_t *ep, ngx_http_upstream_rr_peer_t *peer, u_char *host,
     size_t len);
@@ -1012,15 +1014,7 @@ ngx_http_kvroute_events_message(ngx_http_kvroute_events_t *ev,
     rc = kvr_events_frame(frames, nframes, &msg);
 
     if (rc != KVR_EVENTS_OK) {
-        stats->dropped++;
-
-        if (ngx_time() - sub->logged >= 60) {
-            sub->logged = ngx_time();
-            ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
-                          "kvroute: dropped a message from \"%s\": %s",
-                          sub->endpoint, kvr_events_status_name(rc));
-        }
-
+        ngx_http_kvroute_events_dropped(sub, stats, rc);
         return;
     }
 
@@ -1095,15 +1089,7 @@ ngx_http_kvroute_events_batch(ngx_http_kvroute_events_t *ev,
     ngx_http_kvroute_unlock(zone);
 
     if (rc != KVR_EVENTS_OK) {
-        stats->dropped++;
-
-        if (ngx_time() - sub->logged >= 60) {
-            sub->logged = ngx_time();
-            ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
-                          "kvroute: dropped a message from \"%s\": %s",
-                          sub->endpoint, kvr_events_status_name(rc));
-        }
-
+        ngx_http_kvroute_events_dropped(sub, stats, rc);
         return rc;
     }
 
@@ -1148,4 +1134,21 @@ ngx_http_kvroute_events_batch(ngx_http_kvroute_events_t *ev,
     }
 
     return KVR_EVENTS_OK;
+}
+
+
+/* a message that does not decode: counted, logged at most once a minute */
+
+static void
+ngx_http_kvroute_events_dropped(ngx_http_kvroute_sub_t *sub,
+    ngx_http_kvroute_events_stats_t *stats, kvr_events_status_e rc)
+{
+    stats->dropped++;
+
+    if (ngx_time() - sub->logged >= 60) {
+        sub->logged = ngx_time();
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      "kvroute: dropped a message from \"%s\": %s",
+                      sub->endpoint, kvr_events_status_name(rc));
+    }
 }

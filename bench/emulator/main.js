@@ -14,6 +14,28 @@ const { Gpu } = require('./gpu');
 const { realClock } = require('./model_clock');
 const { spawn } = require('node:child_process');
 
+// Commands on stdin, one a line (for kvbench's fault runs):
+//   down I MS   engine I goes away for MS ms and comes back empty
+// Each change is reported on stdout as "engine I down|up". f(line, I, MS)
+// for each well-formed command; anything else is reported on stderr.
+function onCommand(f) {
+  let pending = '';
+  process.stdin.on('data', (d) => {
+    pending += d;
+    // commands are short: a line that never ends is dropped, not buffered
+    if (pending.length > 4096 && pending.indexOf('\n') < 0) pending = '';
+    let nl;
+    while ((nl = pending.indexOf('\n')) >= 0) {
+      const line = pending.slice(0, nl).trim();
+      pending = pending.slice(nl + 1);
+      const m = /^down (\d+) (\d+)$/.exec(line);
+      if (m) f(line, Number(m[1]), Number(m[2]));
+      else if (line !== '') process.stderr.write(`emulator: unknown command ${JSON.stringify(line)}\n`);
+    }
+  });
+  process.stdin.on('error', () => {});
+}
+
 // The parent of --processes P: GPU g's engines go to child g mod P; stdin
 // commands go to the child that runs the engine, children's reports and
 // errors pass through, "ready" once every child is.
@@ -64,21 +86,11 @@ async function runChildren(o, argv) {
   };
   process.on('SIGTERM', () => stop(0));
   process.on('SIGINT', () => stop(0));
-  let pending = '';
-  process.stdin.on('data', (d) => {
-    pending += d;
-    if (pending.length > 4096 && pending.indexOf('\n') < 0) pending = '';
-    let nl;
-    while ((nl = pending.indexOf('\n')) >= 0) {
-      const line = pending.slice(0, nl).trim();
-      pending = pending.slice(nl + 1);
-      const m = /^down (\d+) \d+$/.exec(line);
-      const child = m ? owner.get(Number(m[1])) : null;
-      if (child) child.stdin.write(line + '\n');
-      else if (line !== '') process.stderr.write(`emulator: unknown command ${JSON.stringify(line)}\n`);
-    }
+  onCommand((line, engine, ms) => {
+    const child = owner.get(engine);
+    if (child) child.stdin.write(`down ${engine} ${ms}\n`);
+    else process.stderr.write(`emulator: unknown command ${JSON.stringify(line)}\n`);
   });
-  process.stdin.on('error', () => {});
 }
 
 async function main() {
@@ -154,28 +166,13 @@ async function main() {
     await stop('error');
     return;
   }
-  // Commands on stdin, one a line (for kvbench's fault runs):
-  //   down I MS   engine I goes away for MS ms and comes back empty
-  // Each change is reported on stdout as "engine I down|up".
-  let pending = '';
-  process.stdin.on('data', (d) => {
-    pending += d;
-    // commands are short: a line that never ends is dropped, not buffered
-    if (pending.length > 4096 && pending.indexOf('\n') < 0) pending = '';
-    let nl;
-    while ((nl = pending.indexOf('\n')) >= 0) {
-      const line = pending.slice(0, nl).trim();
-      pending = pending.slice(nl + 1);
-      const m = /^down (\d+) (\d+)$/.exec(line);
-      if (!m || !byIndex.has(Number(m[1]))) {
-        if (line !== '') process.stderr.write(`emulator: unknown command ${JSON.stringify(line)}\n`);
-        continue;
-      }
-      const i = Number(m[1]);
-      byIndex.get(i).goDown(Number(m[2]), (state) => process.stdout.write(`engine ${i} ${state}\n`));
+  onCommand((line, engine, ms) => {
+    if (!byIndex.has(engine)) {
+      process.stderr.write(`emulator: unknown command ${JSON.stringify(line)}\n`);
+      return;
     }
+    byIndex.get(engine).goDown(ms, (state) => process.stdout.write(`engine ${engine} ${state}\n`));
   });
-  process.stdin.on('error', () => {});
   process.stdout.write('ready\n');
 }
 

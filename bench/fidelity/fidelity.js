@@ -27,10 +27,9 @@ const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 const { parseArgs } = require('node:util');
 const cells = require('./cells');
-const { DEFAULT_MAX_TOKENS } = require('./model');
-const { DEFAULT_TIMING } = require('../emulator/scheduler');
-const { GPU_CLASSES, GPU_SHARE, FRONTEND_US } = require('../emulator/options');
-const { routerTable } = require('../loadgen/routers');
+const { DEFAULT_MAX_TOKENS, emulatorDefaults } = require('./model');
+const { FRONTEND_US } = require('../emulator/options');
+const { routerTable, describeRouter } = require('../loadgen/routers');
 
 const BENCH = path.join(__dirname, '..');
 const TOP = path.join(BENCH, '..');
@@ -46,18 +45,14 @@ function commit() {
 }
 
 function upstreamLine(router) {
-  const t = routerTable(TOP, path.join(TOP, 'build'), { capacityBlocks: 585, blockSize: 16,
-    basePort: 28001, eventsBasePort: 29081, replayBasePort: 29181 })[router];
-  if (t.bench) return `(the load generator's ${t.bench} router on the engines' KV events)`;
-  const up = typeof t.upstream === 'function' ? t.upstream({ enginePorts: [], eventsPorts: [], port: 0 })
-    : t.upstream;
-  return up.join(' ') || '(nginx round robin)';
+  return describeRouter(routerTable(TOP, path.join(TOP, 'build'), { capacityBlocks: 585, blockSize: 16,
+    basePort: 28001, eventsBasePort: 29081, replayBasePort: 29181 })[router]);
 }
 
+// the calibrated model, the run's time scale and workload
 function emulatorParams(o) {
-  return { gpus: GPUS, gpu_classes: GPU_CLASSES, share: GPU_SHARE, timing: DEFAULT_TIMING,
-    max_tokens: DEFAULT_MAX_TOKENS, frontend_us: o.frontendUs, time_scale: o.timeScale,
-    capacity_blocks: 585, block_size: 16, requests: 240, seed: 1 };
+  return Object.assign(emulatorDefaults(), { time_scale: o.timeScale, capacity_blocks: 585,
+    block_size: 16, requests: 240, seed: 1 });
 }
 
 function runPoint(pt, o) {
@@ -78,7 +73,7 @@ function runPoint(pt, o) {
   return {
     key: `${pt.w}/${pt.c}/${pt.p}/${pt.variant}`, w: pt.w, c: pt.c, p: pt.p, variant: pt.variant,
     router, upstream: upstreamLine(router), commit: commit(), runs: o.runs,
-    median_of: 'each field its median over the runs', emulator_params: emulatorParams(Object.assign({}, o, { frontendUs })),
+    median_of: 'each field its median over the runs', emulator_params: emulatorParams(o),
     at: new Date().toISOString(), result: res,
   };
 }

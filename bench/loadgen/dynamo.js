@@ -191,4 +191,4 @@ class DynamoRouter {
   }
 }
 
-module.exports = { DynamoRouter, Worker, dynamoCost, pickDynamo, addActive, firstToken, removeActive };
+module.exports = { DynamoRouter, Worker, mix, dynamoCost, pickDynamo, addActive, firstToken, removeActive };

@@ -63,4 +63,14 @@ function routerTable(top, build, opts = {}) {
   };
 }
 
-module.exports = { routerTable };
+// What a router is, in one line for result rows: its upstream directives
+// (the exact kvroute line), or which of the load generator's own routers.
+function describeRouter(entry) {
+  if (!entry) return null;
+  if (entry.bench) return `(the load generator's ${entry.bench} router on the engines' KV events)`;
+  const up = typeof entry.upstream === 'function'
+    ? entry.upstream({ enginePorts: [], eventsPorts: [], port: 0 }) : entry.upstream;
+  return up.join(' ') || '(nginx round robin)';
+}
+
+module.exports = { routerTable, describeRouter };

@@ -1,5 +1,5 @@
 'use strict';
-const { pickDynamo } = require('../loadgen/dynamo');
+const { pickDynamo, mix } = require('../loadgen/dynamo');
 // Routing policies for the simulator, each a function (view, q) -> engine
 // index. They see what kvroute in kv mode would see: each engine's cached
 // overlap with the prompt and its requests in flight. `kvroute` and
@@ -7,12 +7,6 @@ const { pickDynamo } = require('../loadgen/dynamo');
 // (without kvroute's spreading of hot prefixes, which a uniform workload
 // does not trigger); the others are references.
 
-// a deterministic tie-break from two small integers
-function mix(a, b) {
-  let z = (Math.imul(a + 1, 0x9e3779b1) ^ Math.imul(b + 1, 0x85ebca77)) >>> 0;
-  z = Math.imul(z ^ (z >>> 15), 0x2c1b3c6d) >>> 0;
-  return (z ^ (z >>> 12)) >>> 0;
-}
 
 const roundRobin = () => (view) => view.picks % view.engines.length;
 
