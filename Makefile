@@ -11,15 +11,18 @@ NGINX        ?= /usr/sbin/nginx
 MODULE_SO    := $(BUILD)/ngx_http_kvroute_module.so
 
 CC           ?= cc
-KVR_CFLAGS   := -O2 -g -Wall -Wextra -Werror -std=gnu99 -I$(TOP)/src
-KVR_LIBS     := -ljansson -lxxhash -lm
+KVR_LIBS     := -ljansson -lxxhash -lm -lpcre2-8 -lutf8proc
 
 TEST_TARGETS :=
+
+# KVR_INCS: mk/sources.mk
+KVR_CFLAGS    = -O2 -g -Wall -Wextra -Werror -std=gnu99 $(KVR_INCS)
 
 .PHONY: all deps module tools test demo bench clean
 
 all: module tools
 
+include mk/sources.mk
 include mk/deps.mk
 include mk/module.mk
 include mk/unit.mk

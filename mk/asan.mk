@@ -73,7 +73,7 @@ $(ASAN_SO): $(ASAN_BUILD)/Makefile $(ASAN_NGINX) $(MODULE_DEPS)
 
 # mk/unit.mk's link line; the library is compiled once, not once a test
 $(ASAN_BUILD)/unit/obj/%.o: src/%.c $(KVR_LIB_HDRS)
-	@mkdir -p $(ASAN_BUILD)/unit/obj
+	@mkdir -p $(dir $@)
 	$(CC) $(KVR_CFLAGS) $(ASAN_CC_OPT) -c -o $@ $<
 
 $(ASAN_BUILD)/unit/%: t/unit/%.c $(ASAN_OBJS) $(KVR_LIB_HDRS) t/unit/tap.h
@@ -81,9 +81,9 @@ $(ASAN_BUILD)/unit/%: t/unit/%.c $(ASAN_OBJS) $(KVR_LIB_HDRS) t/unit/tap.h
 	    $(KVR_LIBS) $(ASAN_SAN)
 
 # the CLI as t/080-cli.t runs it (mk/tokenizer.mk's link line)
-$(ASAN_CLI): tools/kvroute-tokenize.c $(CLI_SRCS) $(KVR_LIB_HDRS)
+$(ASAN_CLI): tools/kvroute-tokenize.c $(ASAN_OBJS) $(KVR_LIB_HDRS)
 	@mkdir -p $(ASAN_BUILD)
-	$(CC) $(KVR_CFLAGS) $(ASAN_CC_OPT) -o $@ $< $(CLI_SRCS) $(TOK_LIBS) -lm \
+	$(CC) $(KVR_CFLAGS) $(ASAN_CC_OPT) -o $@ $< $(ASAN_OBJS) $(KVR_LIBS) \
 	    $(ASAN_SAN)
 
 # kept: they are intermediate files of the pattern rules

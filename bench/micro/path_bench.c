@@ -11,9 +11,8 @@
  * memory, as the worker's network buffers evict the caches between two
  * requests; a third argument measures those writes alone.
  *
- * cc -O2 -Isrc bench/micro/path_bench.c src/kvr_request.c src/kvr_json.c \
- *     src/kvr_hash.c src/kvr_index.c -lxxhash -o /tmp/pb
- * /tmp/pb [requests a round] [KB evicted a request] [evict only]
+ * make build/micro/path_bench
+ * build/micro/path_bench [requests a round] [KB evicted a request] [evict only]
  */
 
 #include <stdint.h>

@@ -8,7 +8,7 @@
 //       [--prefill-us-per-token N] [--decode-us-per-seq N]
 //       [--max-batched-tokens N] POLICY...
 // POLICY: random, random_conn, round_robin, partition, dynamo[:W], kvroute[:ABS:REL],
-// cost[:CORUN:EVICT]; kvroute+admit and cost+admit add src/kvr_policy.c's
+// cost[:CORUN:EVICT]; kvroute+admit and cost+admit add src/route/kvr_policy.c's
 // admission check
 // One JSON line a policy: the mean of each figure over the seeds.
 

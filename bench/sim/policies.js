@@ -3,7 +3,7 @@ const { pickDynamo, mix } = require('../loadgen/dynamo');
 // Routing policies for the simulator, each a function (view, q) -> engine
 // index. They see what kvroute in kv mode would see: each engine's cached
 // overlap with the prompt and its requests in flight. `kvroute` and
-// `dynamo` restate, in a few lines, the decision rules of src/kvr_policy.c
+// `dynamo` restate, in a few lines, the decision rules of src/route/kvr_policy.c
 // (without kvroute's spreading of hot prefixes, which a uniform workload
 // does not trigger); the others are references.
 
@@ -135,7 +135,7 @@ module.exports = {
   dynamoExact,
   random, roundRobin, partition, dynamo, kvroute, cost };
 
-// The cost policy as src/kvr_policy.c computes it (policy=cost), in
+// The cost policy as src/route/kvr_policy.c computes it (policy=cost), in
 // prompt tokens of prefill: a server's cost is corun tokens for each
 // request in flight there, plus the prefill this request and those in
 // flight still need, each request in flight waiting on this one's
@@ -176,7 +176,7 @@ const costTokens = (corun = 4096, evict = 4, admit = 0, dedup = 0) => (view, q) 
 
 module.exports.costTokens = costTokens;
 
-// src/kvr_policy.c's admission check after another policy's choice: a
+// src/route/kvr_policy.c's admission check after another policy's choice: a
 // server whose in-flight uncached work plus this prompt exceeds its
 // capacity passes the request to one that can start it now (longest
 // overlap, then least loaded)

@@ -13,11 +13,11 @@
  *   - the small decoder never accepts what the default one rejects, except
  *     for limits (the default limits are wider).
  * The input is also split into frames for kvr_events_frame() and
- * kvr_events_replay_frame().  Not part of the default build:
+ * kvr_events_replay_frame().  Built by `make fuzz`
+ * (mk/fuzz.mk), or alone:
  *
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
- *       t/unit/fuzz_events.c src/kvr_events.c -o build/fuzz_events
- *   build/fuzz_events -max_total_time=120 build/fuzz_events_corpus \
+ *   make build/fuzz/fuzz_events
+ *   build/fuzz/fuzz_events -max_total_time=120 build/fuzz_events_corpus \
  *       t/unit/corpus/events
  */
 

@@ -10,12 +10,10 @@
  *   2: a chat request body rendered with t/jinja/templates/features.jinja.
  * Any result is fine except a crash, a hang or a sanitizer report; an
  * OK render must stay within max_out.  Built and run by `make fuzz`
- * (mk/fuzz.mk); by hand:
+ * (mk/fuzz.mk); alone:
  *
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
- *       t/unit/fuzz_jinja.c src/kvr_*.c -ljansson -lxxhash -lm \
- *       -lpcre2-8 -lutf8proc -o build/fuzz_jinja
- *   build/fuzz_jinja -max_total_time=60
+ *   make build/fuzz/fuzz_jinja
+ *   build/fuzz/fuzz_jinja -max_total_time=60
  */
 
 #include <stdio.h>

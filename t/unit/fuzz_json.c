@@ -12,9 +12,8 @@
  * (mk/unit.mk only picks up test_*.c):
  *
  *   mkdir -p build/fuzz_json_corpus
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
- *       t/unit/fuzz_json.c src/kvr_json.c -ljansson -o build/fuzz_json
- *   build/fuzz_json -max_total_time=120 build/fuzz_json_corpus \
+ *   make build/fuzz/fuzz_json
+ *   build/fuzz/fuzz_json -max_total_time=120 build/fuzz_json_corpus \
  *       t/unit/corpus/request
  *
  * Known deliberate differences, not compared (see t/unit/test_json.c):

@@ -6,10 +6,8 @@
  * invariants of kvr_request.h are checked.  Not part of the default build
  * (mk/unit.mk only picks up test_*.c):
  *
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
- *       t/unit/fuzz_request.c src/kvr_request.c -ljansson \
- *       -o build/fuzz_request
- *   build/fuzz_request -max_total_time=60 t/unit/corpus/request
+ *   make build/fuzz/fuzz_request
+ *   build/fuzz/fuzz_request -max_total_time=60 t/unit/corpus/request
  */
 
 #include <stdlib.h>

@@ -16,12 +16,10 @@
  * The second input byte sets a maximum id count, so partial results of
  * KVR_TOK_TOO_MANY are compared too.  Without the file every input is
  * skipped.  Built and run by `make fuzz` (mk/fuzz.mk), seeds in
- * t/unit/corpus/tokenizer; by hand:
+ * t/unit/corpus/tokenizer; alone:
  *
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
- *       t/unit/fuzz_tokenizer.c src/kvr_*.c -ljansson -lxxhash -lm \
- *       -lpcre2-8 -lutf8proc -o build/fuzz_tokenizer
- *   build/fuzz_tokenizer -max_total_time=120 t/unit/corpus/tokenizer
+ *   make build/fuzz/fuzz_tokenizer
+ *   build/fuzz/fuzz_tokenizer -max_total_time=120 t/unit/corpus/tokenizer
  */
 
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /*
  * Copyright (C) kvroute developers
  *
- * Unit tests of the block index (src/kvr_index.c): layout and reload,
+ * Unit tests of the block index (src/route/kvr_index.c): layout and reload,
  * slot names, matching, lru order and eviction, reference counts, and a
  * randomized comparison with a naive array-based model.
  */
