@@ -93,7 +93,7 @@ async function runLoad(requests, o) {
       const sentMs = Number(process.hrtime.bigint() - t0) / 1e6;
       // a router in the load generator itself (o.route: the bench's Dynamo)
       // picks the engine and is told of the first token and the end
-      const routed = o.route ? o.route(q.ids) : null;
+      const routed = o.route ? o.route(q) : null;
       const port = routed ? o.enginePorts[routed.engine] : o.port;
       const rec = await sendOne(agent, port, body,
         Object.assign({ 'x-kvbench-prefix': String(q.prefixId) }, headers),
@@ -111,4 +111,61 @@ async function runLoad(requests, o) {
   return { records, wallMs, t0 };
 }
 
-module.exports = { runLoad, sendOne };
+// Open-loop load: requests arrive as a Poisson process of o.rate a second
+// (real time), whatever the engines' pace, so a router that lets a queue
+// grow shows it in TTFT instead of slowing the clients down.  Request i
+// belongs to client i mod o.concurrency (its X-Kvbench-Client, its
+// keep-alive pool), so connection-sticky routers see a fixed set of
+// clients.  A request's times count from its arrival, not from when the
+// generator got round to sending it.  Resolves as runLoad does.
+async function runOpenLoop(requests, o) {
+  const { rng } = require('./workload');
+  const draw = rng(o.arrivalSeed || 1);
+  const agents = Array.from({ length: o.concurrency },
+    () => new http.Agent({ keepAlive: true }));
+  const records = new Array(requests.length);
+  const arrivals = [];
+  let at = 0;
+  for (let i = 0; i < requests.length; i++) {
+    arrivals.push(at);
+    at += -Math.log(1 - draw()) * 1000 / o.rate;
+  }
+  const t0 = process.hrtime.bigint();
+  const now = () => Number(process.hrtime.bigint() - t0) / 1e6;
+  const pending = [];
+  for (let i = 0; i < requests.length; i++) {
+    const wait = arrivals[i] - now();
+    if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
+    const q = requests[i];
+    const client = i % o.concurrency;
+    const body = {
+      model: o.model,
+      prompt: o.promptForm === 'tokens' ? q.ids : q.text,
+      max_tokens: o.maxTokens,
+      stream: true,
+      stream_options: { include_usage: true },
+    };
+    if (o.onSend) o.onSend(i);
+    const late = Math.max(0, now() - arrivals[i]);
+    const routed = o.route ? o.route(q) : null;
+    const port = routed ? o.enginePorts[routed.engine] : o.port;
+    pending.push(sendOne(agents[client], port, body,
+      { 'x-kvbench-prefix': String(q.prefixId),
+        'x-kvbench-client': o.clientIds ? o.clientIds[client] : String(client) },
+      routed ? routed.onFirstToken : null).then((rec) => {
+      if (routed) routed.onFinish();
+      if (rec.ttftMs !== null) rec.ttftMs += late;
+      if (rec.totalMs !== null) rec.totalMs += late;
+      rec.sentMs = arrivals[i];
+      rec.prefixId = q.prefixId;
+      rec.expectedPromptTokens = q.ids.length;
+      records[i] = rec;
+    }));
+  }
+  await Promise.all(pending);
+  const wallMs = now();
+  for (const a of agents) a.destroy();
+  return { records, wallMs, t0 };
+}
+
+module.exports = { runLoad, runOpenLoop, sendOne };

@@ -28,7 +28,6 @@ const { extendBlockHashes, noneHash, hashKeyOf } = require('../emulator/kv_cache
 class Worker {
   constructor(index) {
     this.index = index;
-    this.held = new Map();          // wire hash (string) -> copies stored
     this.activeBlocks = new Map();  // block key -> requests in flight using it
     this.pendingPrefill = 0;
   }
@@ -93,16 +92,17 @@ function wireValueKey(v) {
   return BigInt(v).toString();
 }
 
-// The router: subscribes to every engine's events and routes requests.
-class DynamoRouter {
+// What each engine holds, from its ZeroMQ KV event stream: the wire
+// hashes of its stored blocks, for the longest run of a prompt's leading
+// blocks (the overlap every KV router here asks for).
+class EventIndex {
   // o: eventsPorts[], blockSize, hashSeed, host
   constructor(o) {
     this.o = o;
     this.bs = o.blockSize;
     this.root = noneHash(o.hashSeed || 0);
-    this.workers = o.eventsPorts.map((_, i) => new Worker(i));
+    this.held = o.eventsPorts.map(() => new Map());   // wire hash -> copies
     this.subs = [];
-    this.picks = 0;
     this.closed = false;
     this.badMessages = 0;
   }
@@ -113,13 +113,13 @@ class DynamoRouter {
       sub.connect(`tcp://${this.o.host || '127.0.0.1'}:${this.o.eventsPorts[i]}`);
       sub.subscribe();
       this.subs.push(sub);
-      this._loop(sub, this.workers[i]);
+      this._loop(sub, this.held[i]);
     }
     // the slow joiner: let every subscription reach its publisher
     await new Promise((r) => setTimeout(r, 300));
   }
 
-  async _loop(sub, w) {
+  async _loop(sub, held) {
     try {
       for await (const frames of sub) {
         if (frames.length < 3) { this.badMessages++; continue; }
@@ -131,46 +131,74 @@ class DynamoRouter {
           continue;
         }
         if (!Array.isArray(batch) || !Array.isArray(batch[1])) { this.badMessages++; continue; }
-        for (const ev of batch[1]) this._apply(w, ev);
+        for (const ev of batch[1]) applyEvent(held, ev);
       }
     } catch (e) {
       if (!this.closed) this.badMessages++;
     }
   }
 
-  _apply(w, ev) {
-    const type = Array.isArray(ev) ? ev[0] : ev && ev.type;
-    const hashes = Array.isArray(ev) ? ev[1] : ev && ev.block_hashes;
-    if (type === 'AllBlocksCleared') {
-      w.held.clear();
-      return;
-    }
-    if (!Array.isArray(hashes)) return;
-    for (const h of hashes) {
-      const k = wireValueKey(h);
-      if (type === 'BlockStored') {
-        w.held.set(k, (w.held.get(k) || 0) + 1);
-      } else if (type === 'BlockRemoved') {
-        const n = (w.held.get(k) || 0) - 1;
-        if (n <= 0) w.held.delete(k); else w.held.set(k, n);
-      }
-    }
-  }
-
-  // q: { ids } -> { engine, done(firstToken|finished) hooks }
-  route(ids) {
+  // ids -> { digests (the prompt's block digests), overlaps[engine] }
+  lookup(ids) {
     const digests = extendBlockHashes([], ids, ids.length, this.bs, this.root);
     const wire = digests.map(wireKey);
-    const q = { tokens: ids.length, blockKeys: digests.map(hashKeyOf) };
-    const overlaps = this.workers.map((w) => {
+    const overlaps = this.held.map((held) => {
       let n = 0;
-      while (n < wire.length && w.held.has(wire[n])) n++;
+      while (n < wire.length && held.has(wire[n])) n++;
       return n;
     });
-    const best = pickDynamo(this.workers, q, (w) => overlaps[w.index], this.bs, this.picks++);
+    return { digests, overlaps };
+  }
+
+  async stop() {
+    this.closed = true;
+    for (const s of this.subs) s.close();
+  }
+}
+
+function applyEvent(held, ev) {
+  const type = Array.isArray(ev) ? ev[0] : ev && ev.type;
+  const hashes = Array.isArray(ev) ? ev[1] : ev && ev.block_hashes;
+  if (type === 'AllBlocksCleared') {
+    held.clear();
+    return;
+  }
+  if (!Array.isArray(hashes)) return;
+  for (const h of hashes) {
+    const k = wireValueKey(h);
+    if (type === 'BlockStored') {
+      held.set(k, (held.get(k) || 0) + 1);
+    } else if (type === 'BlockRemoved') {
+      const n = (held.get(k) || 0) - 1;
+      if (n <= 0) held.delete(k); else held.set(k, n);
+    }
+  }
+}
+
+// The router: the engines' events for the overlap, its own bookkeeping of
+// what it routed for the load.
+class DynamoRouter {
+  // o: eventsPorts[], blockSize, hashSeed, host
+  constructor(o) {
+    this.bs = o.blockSize;
+    this.index = new EventIndex(o);
+    this.workers = o.eventsPorts.map((_, i) => new Worker(i));
+    this.picks = 0;
+  }
+
+  start() { return this.index.start(); }
+
+  stop() { return this.index.stop(); }
+
+  // q: { ids } -> { engine, onFirstToken, onFinish }
+  route(q) {
+    const ids = q.ids;
+    const { digests, overlaps } = this.index.lookup(ids);
+    const req = { tokens: ids.length, blockKeys: digests.map(hashKeyOf) };
+    const best = pickDynamo(this.workers, req, (w) => overlaps[w.index], this.bs, this.picks++);
     const w = this.workers[best];
     const uncached = Math.max(0, ids.length - overlaps[best] * this.bs);
-    addActive(w, q, uncached);
+    addActive(w, req, uncached);
     let prefilled = false;
     return {
       engine: best,
@@ -180,15 +208,10 @@ class DynamoRouter {
       },
       onFinish: () => {
         if (!prefilled) { prefilled = true; firstToken(w, uncached); }
-        removeActive(w, q);
+        removeActive(w, req);
       },
     };
   }
-
-  async stop() {
-    this.closed = true;
-    for (const s of this.subs) s.close();
-  }
 }
 
-module.exports = { DynamoRouter, Worker, mix, dynamoCost, pickDynamo, addActive, firstToken, removeActive };
+module.exports = { DynamoRouter, EventIndex, Worker, mix, dynamoCost, pickDynamo, addActive, firstToken, removeActive };

@@ -45,6 +45,13 @@ function routerTable(top, build, opts = {}) {
     // NVIDIA Dynamo's KV router on the engines' KV events, run by the load
     // generator itself (loadgen/dynamo.js; no nginx): the seed's "KV routing"
     dynamo: { bench: 'dynamo', upstream: [], emulatorArgs: ['--kv-events', 'zmq'] },
+    // the other peers' published policies, also in the load generator
+    // (loadgen/peers.js): llm-d's precise prefix-cache scorer on events and
+    // /metrics, SGLang's cache_aware on its own tree, and the partition
+    // oracle (each prefix type pinned to its own engines)
+    llmd: { bench: 'llmd', upstream: [], emulatorArgs: ['--kv-events', 'zmq'] },
+    sglang: { bench: 'sglang', upstream: [] },
+    partition: { bench: 'partition', upstream: [] },
     hash: { upstream: ['hash $kvbench_prefix consistent;'] },
     // kvroute, approximate mode (predicts from its own routing decisions):
     // its default policy (cost), its rule-based policy (policy=kvroute,
@@ -67,7 +74,7 @@ function routerTable(top, build, opts = {}) {
 // (the exact kvroute line), or which of the load generator's own routers.
 function describeRouter(entry) {
   if (!entry) return null;
-  if (entry.bench) return `(the load generator's ${entry.bench} router on the engines' KV events)`;
+  if (entry.bench) return `(the load generator's ${entry.bench} router, loadgen/peers.js or dynamo.js)`;
   const up = typeof entry.upstream === 'function'
     ? entry.upstream({ enginePorts: [], eventsPorts: [], port: 0 }) : entry.upstream;
   return up.join(' ') || '(nginx round robin)';

@@ -7,7 +7,7 @@ const { spawn } = require('node:child_process');
 const { routerTable } = require('./routers');
 const { startNginx } = require('./nginx');
 const { singleTokenWords, buildWorkload, PREFIX_TOKENS, TAIL_TOKENS } = require('./workload');
-const { runLoad, sendOne } = require('./client');
+const { runLoad, runOpenLoop, sendOne } = require('./client');
 const http = require('node:http');
 const { summarise, summarisePhases } = require('./stats');
 
@@ -82,14 +82,14 @@ async function runPoint(o, words) {
     const ports = Array.from({ length: o.workers }, (_, i) => o.basePort + i);
     if (o.warmup) await warmup(ports, words, o);
     const eventsPorts = ports.map((_, i) => o.eventsBasePort + i);
-    if (router.bench === 'dynamo') {
-      const { DynamoRouter } = require('./dynamo');
-      const dyn = new DynamoRouter({ eventsPorts, blockSize: o.blockSize, hashSeed: '0' });
-      await dyn.start();
+    if (router.bench) {
+      const own = benchRouter(router.bench, { eventsPorts, enginePorts: ports, engines: o.workers,
+        prefixes: o.prefixes, blockSize: o.blockSize, hashSeed: '0', timeScale: o.timeScale });
+      await own.start();
       try {
-        return await drive(o, wl, emu, ports, { route: (ids) => dyn.route(ids), enginePorts: ports });
+        return await drive(o, wl, emu, ports, { route: (q) => own.route(q), enginePorts: ports });
       } finally {
-        await dyn.stop();
+        await own.stop();
       }
     }
     const ngx = await startNginx({ router, port: o.port, enginePorts: ports, eventsPorts, binary: o.nginx,
@@ -108,6 +108,15 @@ async function runPoint(o, words) {
   }
 }
 
+// The load generator's own routers (no nginx): the peers' policies
+function benchRouter(name, o) {
+  const { DynamoRouter } = require('./dynamo');
+  const { LlmdRouter, SglangRouter, PartitionRouter } = require('./peers');
+  const made = { dynamo: DynamoRouter, llmd: LlmdRouter, sglang: SglangRouter, partition: PartitionRouter }[name];
+  if (!made) throw new Error(`no bench router ${name}`);
+  return new made(o);
+}
+
 // The load through the router (nginx on o.port, or a router of the load
 // generator's own: extra.route), and the point's summary.
 async function drive(o, wl, emu, ports, extra) {
@@ -118,11 +127,16 @@ async function drive(o, wl, emu, ports, extra) {
   const down = o.engineDown;
   const downAt = down ? Math.floor(down.at * wl.requests.length) : -1;
   if (down && down.engine >= o.workers) throw new Error(`--engine-down: no engine ${down.engine}`);
-  const { records, wallMs, t0 } = await runLoad(wl.requests, {
+  // --rate: open loop, Poisson arrivals at o.rate a second of model time
+  // (a model second lasts 1/timeScale real seconds)
+  const load = o.rate ? runOpenLoop : runLoad;
+  const { records, wallMs, t0 } = await load(wl.requests, {
     port: o.port, concurrency: o.concurrency, maxTokens: o.maxTokens,
     clientIds: clientIds(o.concurrency, o.seed, o.run || 0),
     promptForm: o.promptForm, model: 'Qwen/Qwen3-0.6B', route: extra.route,
     enginePorts: extra.enginePorts,
+    rate: o.rate ? o.rate * (o.timeScale || 1) : 0,
+    arrivalSeed: 0xa771 + o.seed * 131 + (o.run || 0),
     onSend: (i) => { if (i === downAt) emu.command(`down ${down.engine} ${down.ms}`); } });
   // the figures in model time: what the emulated engines' clock says
   // (nginx's own real time is scaled with it, a small error at the time
@@ -143,7 +157,9 @@ async function drive(o, wl, emu, ports, extra) {
   }
   const res = summarise(records, wallMs * ts, {
     router: o.router, workers: o.workers, prefixes: o.prefixes, concurrency: o.concurrency,
-    capacityTokens: o.capacityBlocks * o.blockSize, promptTokens: PREFIX_TOKENS + TAIL_TOKENS });
+    capacityTokens: o.capacityBlocks * o.blockSize, promptTokens: PREFIX_TOKENS + TAIL_TOKENS,
+    skip: o.skip || 0 });
+  if (o.rate) res.offered_rate = o.rate;
   res.emulator = await emulatorHealth(ports, o.timeScale);
   if (down) {
     if (downMs === undefined || upMs === undefined) {
@@ -248,6 +264,12 @@ function medianOf(results) {
       preemptions: median(results.map((r) => r.emulator.preemptions)),
       clock_ok: results.every((r) => r.emulator.clock_ok),
     });
+  }
+  if (results[0].steady) {
+    out.steady = Object.assign({}, results[0].steady);
+    for (const k of Object.keys(out.steady)) {
+      out.steady[k] = median(results.map((r) => (r.steady ? r.steady[k] : null)));
+    }
   }
   out.each_run = results.map((r) => { const c = Object.assign({}, r); delete c.each_run; return c; });
   out.errors = results.reduce((a, r) => a + r.errors, 0);

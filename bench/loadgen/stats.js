@@ -61,6 +61,28 @@ function summarise(records, wallMs, o) {
     upper_bound_hit_rate_floor: round(upperBound(o.workers, o.prefixes, o.capacityTokens, o.promptTokens, true), 4),
     requests_per_engine: perEngine,
     first_error: errors ? records.find((r) => !r.ok).error : null,
+    steady: o.skip ? steadyState(records.slice(o.skip)) : undefined,
+  };
+}
+
+// The figures of the requests after the first `skip` (the caches filled):
+// hit rates, TTFT, and requests/s over the window from the first of them
+// sent to the last of them finished.
+function steadyState(records) {
+  const ok = records.filter((r) => r && r.ok);
+  if (ok.length === 0) return null;
+  const start = Math.min(...ok.map((r) => r.sentMs));
+  const end = Math.max(...ok.map((r) => r.sentMs + r.totalMs));
+  const prompt = ok.reduce((a, r) => a + r.promptTokens, 0);
+  const ttfts = ok.map((r) => r.ttftMs);
+  return {
+    requests: records.length,
+    errors: records.length - ok.length,
+    request_hit_rate: round(ok.filter((r) => r.cachedTokens > 0).length / ok.length, 4),
+    cached_token_ratio: round(prompt ? ok.reduce((a, r) => a + r.cachedTokens, 0) / prompt : null, 4),
+    ttft_p50_ms: round(percentile(ttfts, 50), 1),
+    ttft_p99_ms: round(percentile(ttfts, 99), 1),
+    requests_per_s: round(end > start ? ok.length / ((end - start) / 1000) : null, 2),
   };
 }
 
@@ -92,4 +114,4 @@ function summarisePhases(records, downMs, upMs, engine) {
   return out;
 }
 
-module.exports = { percentile, upperBound, summarise, summarisePhases };
+module.exports = { percentile, upperBound, summarise, summarisePhases, steadyState };
