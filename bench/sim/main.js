@@ -8,7 +8,9 @@
 //       [--prefill-us-per-token N] [--decode-us-per-seq N]
 //       [--max-batched-tokens N] POLICY...
 // POLICY: random, random_conn, round_robin, partition, dynamo[:W], kvroute[:ABS:REL],
-// cost[:CORUN:EVICT]; kvroute+admit and cost+admit add src/route/kvr_policy.c's
+// cost[:CORUN:EVICT], room[:DECODE:EVICT:WAIT:PEND:SLACK:DEDUP] (experimental:
+// the KV room a request needs, bench/sim/policies.js), ttft[:DECODE:EVICT];
+// kvroute+admit and cost+admit add src/route/kvr_policy.c's
 // admission check
 // One JSON line a policy: the mean of each figure over the seeds.
 
@@ -32,6 +34,8 @@ function policyOf(spec, timing) {
     case 'cost': return P.costTokens(...n);
     case 'cost_ms': return P.cost(n[0], timing);
     case 'cost+admit': return P.admitted(P.costTokens(...n));
+    case 'ttft': return P.ttftCost(...n);
+    case 'room': return P.roomCost(...n);
     case 'kvroute+admit': return P.admitted(P.kvroute(...n));
     default: throw new Error(`unknown policy ${name}`);
   }

@@ -199,3 +199,74 @@ const admitted = (inner) => (view, q) => {
   return alt < 0 ? best : alt;
 };
 module.exports.admitted = admitted;
+
+// Experimental: time to first token first.  A server's cost is the prefill
+// it must run before this request's first token (the prefill of requests
+// routed there that have no first token yet, and this one's uncached
+// part), plus `decode` tokens for each request in flight there (decode
+// steps slow every prefill chunk), plus, when it lacks the prefix and its
+// cache is full of other prefixes, `evict` x the prompt.
+const ttftCost = (decode = 300, evict = 1, loadScale = 0) => (view, q) => {
+  const es = view.engines;
+  const bs = view.blockSize;
+  const blocks = Math.floor(q.ids.length / bs);
+  const overlaps = es.map((e) => view.overlap(e, q));
+  const longest = Math.max(...overlaps);
+  const meanLoad = es.reduce((a, e) => a + e.inflight, 0) / es.length;
+  let best = 0;
+  let bestCost = Infinity;
+  for (const e of es) {
+    const uncached = Math.max(0, q.ids.length - overlaps[e.index] * bs);
+    let c = e.dyn.pendingPrefill + uncached + decode * e.inflight;
+    if ((longest === 0 || overlaps[e.index] < longest) && (view.held(e) + 1) * blocks > view.capacity) {
+      c += evict * q.ids.length * (1 + loadScale * meanLoad);
+    }
+    if (c < bestCost) {
+      bestCost = c;
+      best = e.index;
+    }
+  }
+  return best;
+};
+module.exports.ttftCost = ttftCost;
+
+// Experimental: ttftCost plus the KV room a request needs: the distinct
+// blocks the requests in flight pin (Dynamo's active blocks) plus the
+// blocks of this request not among them; a server without that room makes
+// the request wait for one in flight to finish, `wait` tokens' worth.
+const roomCost = (decode = 300, evict = 1, wait = 40000, pend = 1, slack = Infinity, dedup = 1) => (view, q) => {
+  const es = view.engines;
+  const bs = view.blockSize;
+  const blocks = Math.floor(q.ids.length / bs);
+  const overlaps = es.map((e) => view.overlap(e, q));
+  const longest = Math.max(...overlaps);
+  const out = Math.ceil(view.maxTokens / bs);
+  // the prefill ahead of this request's first token, the least of it
+  const ahead = es.map((e) => e.dyn.pendingPrefill + Math.max(0, q.ids.length - overlaps[e.index] * bs));
+  const least = Math.min(...ahead);
+  let best = 0;
+  let bestCost = Infinity;
+  for (const e of es) {
+    const uncached = Math.max(0, q.ids.length - overlaps[e.index] * bs);
+    if (ahead[e.index] > least + slack) continue;
+    let c = pend * e.dyn.pendingPrefill + uncached + decode * e.inflight;
+    let fresh = 0;
+    for (const k of q.blockKeys) if (!e.dyn.activeBlocks.has(k)) fresh++;
+    // pinned blocks: distinct (Dynamo's active blocks), or each request's
+    // uncached part plus the longest overlap once (what a router that
+    // keeps no block sets can count)
+    const pinned = dedup ? e.dyn.activeBlocks.size
+      : Math.ceil(e.inflightUncached / bs) + (e.inflight ? overlaps[e.index] : 0);
+    const need = dedup ? fresh : Math.ceil(uncached / bs);
+    if (pinned + e.inflight * out + need + out > view.capacity) c += wait;
+    if ((longest === 0 || overlaps[e.index] < longest) && (view.held(e) + 1) * blocks > view.capacity) {
+      c += evict * q.ids.length;
+    }
+    if (c < bestCost) {
+      bestCost = c;
+      best = e.index;
+    }
+  }
+  return best;
+};
+module.exports.roomCost = roomCost;

@@ -105,7 +105,9 @@ function simulate(o, policy) {
     const overlap = view.overlap(e, q);
     const uncached = q.ids.length - overlap * BS;
     const rec = { prefixId: q.prefixId, engine: e.index, sent: clock.now(), ttft: null, end: null,
-      cached: 0, waited: null };
+      cached: 0, waited: null, inflight: e.inflight, overlap,
+      loads: engines.map((x) => x.inflight), pending: engines.map((x) => x.dyn.pendingPrefill),
+      usage: Math.round(e.cache.usage() * 100) };
     records.push(rec);
     e.inflight++;
     e.inflightTokens += q.ids.length;
@@ -134,6 +136,7 @@ function simulate(o, policy) {
   };
   for (let c = 0; c < o.concurrency; c++) issue(c);
   clock.drain();
+  if (o.trace) o.trace(records);
   const out = summary(records, o.measureFrom || 0, o);
   out.preemptions = engines.reduce((a, e) => a + e.sched.preemptionCount, 0);
   return out;
