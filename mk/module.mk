@@ -1,6 +1,7 @@
 # Builds the dynamic module against Debian's nginx-dev tree with Debian's
 # own configure flags (nginx-notes.md 4.2), so that load_module works with
-# /usr/sbin/nginx.  Configure runs once; `make module` then only compiles.
+# /usr/sbin/nginx.  Configure runs again only when config or the source
+# list changes; `make module` otherwise only compiles.
 
 NGX_SRC      := /usr/share/nginx/src
 MODULE_DEPS  := config src/sources ngx_http_kvroute_module.c $(KVR_ALL_SRCS) \
@@ -8,7 +9,7 @@ MODULE_DEPS  := config src/sources ngx_http_kvroute_module.c $(KVR_ALL_SRCS) \
 
 module: $(MODULE_SO)
 
-$(BUILD)/Makefile: config
+$(BUILD)/Makefile: config src/sources
 	@mkdir -p $(BUILD)
 	export SRC=$(TOP) BUILD=$(BUILD); cd $(NGX_SRC) && \
 	bash -c '. ./conf_flags && ./configure \

@@ -1,27 +1,33 @@
 /*
  * Copyright (C) kvroute developers
  *
- * kvroute-tokenize: the token ids (and block keys) kvroute computes for a
- * request, with the same code the module runs; for the oracle tests and
- * for operators asking "why didn't this request hit?".
+ * kvroute-tokenize: the token ids and block keys kvroute computes for a
+ * request, with the module's own keying pipeline (kvr_keys.h); for the
+ * oracle tests and for operators asking "why didn't this request hit?".
  *
- *   kvroute-tokenize --tokenizer tokenizer.json
+ *   kvroute-tokenize [--tokenizer tokenizer.json]
  *       [--chat-template tokenizer_config.json] [--config tokenizer_config.json]
- *       [--block-size N] [--max-input BYTES] --jsonl < in.jsonl > out.jsonl
+ *       [--mode approx|kv] [--models NAME[,NAME...]] [--block-size N]
+ *       [--text-chunk BYTES] [--max-body BYTES] [--max-input BYTES]
+ *       --jsonl < in.jsonl > out.jsonl
+ *
+ * The options are the kvroute directive's parameters of the same names
+ * (tokenizer=, tokenizer_config=, mode=, models=, block_size=,
+ * text_chunk=, max_body=), with the same defaults.
  *
  * Each input line is one of
- *   {"text": "..."}               encoded without special tokens;
- *   an OpenAI completions body    {"prompt": ...}: a string encoded with
- *                                 special tokens, as vLLM does; token ids
- *                                 passed through;
- *   an OpenAI chat body           {"messages": [...], ...}: rendered with
- *                                 the chat template of --chat-template (or
- *                                 --config), then encoded without special
- *                                 tokens (the template writes them).
- * Each output line is {"ids": [...]} with, for chat bodies, "text" (the
- * rendered prompt) and, with --block-size, "blocks" (kvroute's chained
- * block keys in hex, seeded by "model" and "cache_salt" as the module
- * does); or {"error": "..."}.
+ *   {"text": "..."}               encoded without special tokens (needs
+ *                                 --tokenizer);
+ *   an OpenAI completions body    {"prompt": ...};
+ *   an OpenAI chat body           {"messages": [...], ...};
+ * a body is keyed as the module keys it (kvr_keys.h).  Each output line is
+ * {"ids": [...]} (the ids keyed: tokens or the client's ids) with "keys"
+ * (what the keys were made of: "tokens", "ids" or "text"), for chat bodies
+ * rendered by the template "text", and, with --block-size or --mode,
+ * "blocks": the keys the index holds, in hex, as $kvroute_block_keys
+ * shows them.  A body keyed by text has no "ids"; when that is because
+ * the chat template or the tokenizer refused it, "error" says why.  A body
+ * kvroute cannot key at all gives {"error": "..."} only.
  */
 
 #include <stdio.h>
@@ -29,96 +35,167 @@
 #include <string.h>
 #include <jansson.h>
 
-#include "kvr_tokenizer.h"
-#include "kvr_request.h"
-#include "kvr_chat.h"
-#include "kvr_hash.h"
+#include "kvr_keys.h"
 
 
-#define KVR_CLI_MAX_LINE  (64 * 1024 * 1024)
-#define KVR_CLI_MAX_IDS   (16 * 1024 * 1024)
+#define KVR_CLI_MAX_LINE    (64 * 1024 * 1024)
+#define KVR_CLI_MAX_IDS     (16 * 1024 * 1024)
+
+/* kvr_keys_make() allocates at most 3 times (kvr_keys.c) */
+#define KVR_CLI_ALLOCS      4
+
+/* the module's defaults (ngx_http_kvroute_module.c) */
+#define KVR_CLI_BLOCK_SIZE  16
+#define KVR_CLI_MAX_BODY    (1024 * 1024)
 
 
 typedef struct {
-    kvr_tokenizer_t    *tk;
-    kvr_chat_config_t  *chat;
-    size_t              block_size;
-    kvr_ids_t           ids;
-    char               *rendered;
-    size_t              rendered_max;
+    kvr_keys_conf_t      conf;
+    kvr_keys_scratch_t   scratch;
+    int                  blocks;       /* print the block keys */
+    kvr_ids_t            ids;          /* {"text"} lines */
+
+    void                *allocs[KVR_CLI_ALLOCS];
+    size_t               nallocs;
 } kvr_cli_t;
 
 
 static void
 kvr_cli_usage(void)
 {
-    fprintf(stderr, "usage: kvroute-tokenize --tokenizer tokenizer.json "
+    fprintf(stderr, "usage: kvroute-tokenize [--tokenizer tokenizer.json] "
             "[--chat-template tokenizer_config.json] "
-            "[--config tokenizer_config.json] [--block-size N] "
+            "[--config tokenizer_config.json] [--mode approx|kv] "
+            "[--models NAME[,NAME...]] [--block-size N] "
+            "[--text-chunk BYTES] [--max-body BYTES] "
             "[--max-input BYTES] --jsonl\n");
+}
+
+
+/* the keys' memory, freed after each line */
+static void *
+kvr_cli_alloc(void *data, size_t size)
+{
+    void       *p;
+    kvr_cli_t  *cli = data;
+
+    if (cli->nallocs == KVR_CLI_ALLOCS) {
+        return NULL;
+    }
+
+    p = malloc(size ? size : 1);
+    if (p != NULL) {
+        cli->allocs[cli->nallocs++] = p;
+    }
+
+    return p;
+}
+
+
+static void
+kvr_cli_free_allocs(kvr_cli_t *cli)
+{
+    while (cli->nallocs) {
+        free(cli->allocs[--cli->nallocs]);
+    }
+}
+
+
+static void
+kvr_cli_string(const char *name, const char *s, size_t len)
+{
+    char    *dumped;
+    json_t  *str;
+
+    str = json_stringn(s, len);
+    dumped = str ? json_dumps(str, JSON_ENCODE_ANY) : NULL;
+
+    printf("\"%s\":%s", name, dumped ? dumped : "null");
+
+    free(dumped);
+    json_decref(str);
 }
 
 
 static void
 kvr_cli_error(const char *msg)
 {
-    json_t  *obj;
-    char    *line;
-
-    obj = json_pack("{s:s}", "error", msg);
-    line = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
-
-    printf("%s\n", line ? line : "{\"error\":\"out of memory\"}");
-
-    free(line);
-    json_decref(obj);
+    fputs("{", stdout);
+    kvr_cli_string("error", msg, strlen(msg));
+    fputs("}\n", stdout);
 }
 
 
 static void
-kvr_cli_result(kvr_cli_t *cli, const uint32_t *ids, size_t n,
-    const char *text, size_t text_len, const kvr_request_t *req)
+kvr_cli_ids(const uint32_t *ids, size_t n)
 {
-    char      *dumped;
-    json_t    *str;
-    size_t     i, nblocks;
-    uint64_t   seed, *blocks;
+    size_t  i;
 
-    fputs("{\"ids\":[", stdout);
+    fputs("\"ids\":[", stdout);
 
     for (i = 0; i < n; i++) {
         printf(i ? ",%u" : "%u", ids[i]);
     }
 
     fputs("]", stdout);
+}
 
-    if (text) {
-        str = json_stringn(text, text_len);
-        dumped = str ? json_dumps(str, JSON_ENCODE_ANY) : NULL;
-        printf(",\"text\":%s", dumped ? dumped : "null");
-        free(dumped);
-        json_decref(str);
+
+static void
+kvr_cli_blocks(const uint64_t *blocks, size_t n)
+{
+    size_t  i;
+
+    fputs(",\"blocks\":[", stdout);
+
+    for (i = 0; i < n; i++) {
+        printf(i ? ",\"%016llx\"" : "\"%016llx\"",
+               (unsigned long long) blocks[i]);
     }
 
-    if (cli->block_size) {
-        seed = req ? kvr_hash_seed(req->model, req->model_len,
-                                   req->cache_salt, req->cache_salt_len)
-                   : kvr_hash_seed(NULL, 0, NULL, 0);
+    fputs("]", stdout);
+}
 
-        blocks = malloc((n / cli->block_size + 1) * sizeof(uint64_t));
-        nblocks = blocks ? kvr_hash_token_blocks(ids, n, cli->block_size,
-                                                 seed, blocks,
-                                                 n / cli->block_size)
-                         : 0;
 
-        fputs(",\"blocks\":[", stdout);
+/* {"text": ...}: the tokenizer alone, keyed as a request without model */
+static void
+kvr_cli_text(kvr_cli_t *cli, json_t *text)
+{
+    int        rc;
+    size_t     n;
+    uint64_t  *blocks;
 
-        for (i = 0; i < nblocks; i++) {
-            printf(i ? ",\"%016llx\"" : "\"%016llx\"",
-                   (unsigned long long) blocks[i]);
-        }
+    if (cli->conf.tokenizer == NULL) {
+        kvr_cli_error("a \"text\" line needs --tokenizer");
+        return;
+    }
 
-        fputs("]", stdout);
+    if (!json_is_string(text)) {
+        kvr_cli_error("\"text\" must be a string");
+        return;
+    }
+
+    kvr_ids_reset(&cli->ids);
+
+    rc = kvr_tokenizer_encode(cli->conf.tokenizer, json_string_value(text),
+                              json_string_length(text), 0, &cli->ids);
+
+    if (rc != KVR_TOK_OK) {
+        kvr_cli_error(kvr_tokenizer_status_name(rc));
+        return;
+    }
+
+    fputs("{", stdout);
+    kvr_cli_ids(cli->ids.ids, cli->ids.n);
+
+    if (cli->blocks) {
+        n = cli->ids.n / cli->conf.block_size;
+        blocks = malloc((n + 1) * sizeof(uint64_t));
+        n = blocks ? kvr_keys_token_blocks(&cli->conf, NULL, 0, NULL, 0,
+                                           cli->ids.ids, cli->ids.n, blocks,
+                                           n)
+                   : 0;
+        kvr_cli_blocks(blocks, n);
         free(blocks);
     }
 
@@ -126,16 +203,80 @@ kvr_cli_result(kvr_cli_t *cli, const uint32_t *ids, size_t n,
 }
 
 
+/* a request body, keyed by kvr_keys as the module keys it */
+static void
+kvr_cli_body(kvr_cli_t *cli, const char *line, size_t len, kvr_endpoint_e ep)
+{
+    char                why[256];
+    kvr_keys_t          k;
+    kvr_keys_status_e   rc;
+
+    k.alloc = kvr_cli_alloc;
+    k.alloc_data = cli;
+
+    rc = kvr_keys_make(&k, &cli->conf, &cli->scratch, ep, line, len);
+
+    switch (rc) {
+
+    case KVR_KEYS_BAD_REQUEST:
+        kvr_cli_error(kvr_parse_status_name(k.parse));
+        goto done;
+
+    case KVR_KEYS_NO_MEMORY:
+        kvr_cli_error("out of memory");
+        goto done;
+
+    default:
+        /* KVR_KEYS_OK, KVR_KEYS_SHORT: keys (perhaps none) to print */
+        break;
+    }
+
+    fputs("{", stdout);
+
+    why[0] = '\0';
+
+    if (k.ids) {
+        kvr_cli_ids(k.ids, k.n_ids);
+        fputs(",", stdout);
+
+    } else if (k.refused) {
+        snprintf(why, sizeof(why), "%s: %s", k.refused, k.refused_why);
+
+    } else if (cli->conf.tokenizer && ep == KVR_ENDPOINT_CHAT) {
+        snprintf(why, sizeof(why), "chat request: give --chat-template");
+    }
+
+    if (why[0]) {
+        kvr_cli_string("error", why, strlen(why));
+        fputs(",", stdout);
+    }
+
+    printf("\"keys\":\"%s\"", kvr_keys_kind_name(k.kind));
+
+    if (k.rendered) {
+        fputs(",", stdout);
+        kvr_cli_string("text", k.rendered, k.rendered_len);
+    }
+
+    if (cli->blocks) {
+        kvr_cli_blocks(k.hashes, rc == KVR_KEYS_OK ? k.nblocks : 0);
+    }
+
+    fputs("}\n", stdout);
+
+done:
+
+    kvr_keys_done(&k);
+    kvr_cli_free_allocs(cli);
+}
+
+
 static void
 kvr_cli_line(kvr_cli_t *cli, const char *line, size_t len)
 {
-    int                  rc, is_chat, add_special;
-    char                 err[256];
-    json_t              *obj, *text;
-    size_t               out_len;
-    json_error_t         jerr;
-    kvr_request_t        req;
-    kvr_parse_status_e   status;
+    json_t          *obj, *text;
+    json_error_t     jerr;
+    kvr_endpoint_e   ep;
 
     obj = json_loadb(line, len, JSON_ALLOW_NUL, &jerr);
 
@@ -145,154 +286,82 @@ kvr_cli_line(kvr_cli_t *cli, const char *line, size_t len)
         return;
     }
 
-    kvr_ids_reset(&cli->ids);
-
-    /* {"text": ...}: the tokenizer alone */
-
     text = json_object_get(obj, "text");
-    add_special = 0;
-
-    /* a completions string prompt: the tokenizer, special tokens added */
-
-    if (text == NULL && json_is_string(json_object_get(obj, "prompt"))) {
-        text = json_object_get(obj, "prompt");
-        add_special = 1;
-    }
 
     if (text) {
-        if (!json_is_string(text)) {
-            kvr_cli_error("\"text\" must be a string");
-            json_decref(obj);
-            return;
-        }
-
-        rc = kvr_tokenizer_encode(cli->tk, json_string_value(text),
-                                  json_string_length(text), add_special,
-                                  &cli->ids);
-
-        if (rc != KVR_TOK_OK) {
-            kvr_cli_error(kvr_tokenizer_status_name(rc));
-            json_decref(obj);
-            return;
-        }
-
+        kvr_cli_text(cli, text);
         json_decref(obj);
-
-        if (!add_special) {
-            kvr_cli_result(cli, cli->ids.ids, cli->ids.n, NULL, 0, NULL);
-            return;
-        }
-
-        /* the model and salt seed the block keys */
-        status = kvr_request_parse(&req, KVR_ENDPOINT_COMPLETIONS, line, len,
-                                   cli->rendered_max);
-        kvr_cli_result(cli, cli->ids.ids, cli->ids.n, NULL, 0,
-                       status == KVR_PARSE_OK ? &req : NULL);
-        kvr_request_free(&req);
         return;
     }
 
-    /* a request body: parsed as the module parses it */
-
-    is_chat = (json_object_get(obj, "messages") != NULL);
+    ep = json_object_get(obj, "messages") ? KVR_ENDPOINT_CHAT
+                                          : KVR_ENDPOINT_COMPLETIONS;
     json_decref(obj);
 
-    status = kvr_request_parse(&req, is_chat ? KVR_ENDPOINT_CHAT
-                                             : KVR_ENDPOINT_COMPLETIONS,
-                               line, len, cli->rendered_max);
-
-    if (status != KVR_PARSE_OK) {
-        kvr_cli_error(kvr_parse_status_name(status));
-        kvr_request_free(&req);
-        return;
-    }
-
-    if (req.ids) {
-        kvr_cli_result(cli, req.ids, req.n_ids, NULL, 0, &req);
-        kvr_request_free(&req);
-        return;
-    }
-
-    if (!is_chat) {
-        rc = kvr_tokenizer_encode(cli->tk, req.text, req.text_len, 1,
-                                  &cli->ids);
-        if (rc != KVR_TOK_OK) {
-            kvr_cli_error(kvr_tokenizer_status_name(rc));
-
-        } else {
-            kvr_cli_result(cli, cli->ids.ids, cli->ids.n, NULL, 0, &req);
-        }
-
-        kvr_request_free(&req);
-        return;
-    }
-
-    if (cli->chat == NULL) {
-        kvr_cli_error("chat request: give --chat-template");
-        kvr_request_free(&req);
-        return;
-    }
-
-    err[0] = '\0';
-
-    rc = kvr_chat_render(cli->chat, req.root, 0, cli->rendered,
-                         cli->rendered_max, &out_len, err, sizeof(err));
-    if (rc != KVR_CHAT_OK) {
-        kvr_cli_error(err[0] ? err : "chat template failed");
-        kvr_request_free(&req);
-        return;
-    }
-
-    rc = kvr_tokenizer_encode(cli->tk, cli->rendered, out_len, 0, &cli->ids);
-
-    if (rc != KVR_TOK_OK) {
-        kvr_cli_error(kvr_tokenizer_status_name(rc));
-
-    } else {
-        kvr_cli_result(cli, cli->ids.ids, cli->ids.n, cli->rendered, out_len,
-                       &req);
-    }
-
-    kvr_request_free(&req);
+    kvr_cli_body(cli, line, len, ep);
 }
 
 
-int
-main(int argc, char **argv)
+/* the options; 0 when they make a configuration, else the exit status */
+static int
+kvr_cli_options(kvr_cli_t *cli, int argc, char **argv)
 {
     int          i, jsonl;
-    char         err[512], *line;
-    size_t       cap, max_input;
-    ssize_t      len;
-    kvr_cli_t    cli;
-    const char  *json_path, *config_path, *template_path;
+    char         err[512];
+    size_t       max_input, chunk_bytes;
+    const char  *json_path, *config_path, *template_path, *mode;
 
     json_path = NULL;
     config_path = NULL;
     template_path = NULL;
+    mode = NULL;
     max_input = 0;
+    chunk_bytes = 0;
     jsonl = 0;
 
-    memset(&cli, 0, sizeof(cli));
+    cli->conf.block_size = KVR_CLI_BLOCK_SIZE;
+    cli->conf.max_prompt = KVR_CLI_MAX_BODY;
 
     for (i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--tokenizer") == 0 && i + 1 < argc) {
+        if (strcmp(argv[i], "--jsonl") == 0) {
+            jsonl = 1;
+            continue;
+        }
+
+        if (i + 1 == argc) {
+            kvr_cli_usage();
+            return 2;
+        }
+
+        if (strcmp(argv[i], "--tokenizer") == 0) {
             json_path = argv[++i];
 
-        } else if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
+        } else if (strcmp(argv[i], "--config") == 0) {
             config_path = argv[++i];
 
-        } else if (strcmp(argv[i], "--chat-template") == 0 && i + 1 < argc) {
+        } else if (strcmp(argv[i], "--chat-template") == 0) {
             template_path = argv[++i];
 
-        } else if (strcmp(argv[i], "--block-size") == 0 && i + 1 < argc) {
-            cli.block_size = strtoul(argv[++i], NULL, 10);
+        } else if (strcmp(argv[i], "--mode") == 0) {
+            mode = argv[++i];
+            cli->blocks = 1;
 
-        } else if (strcmp(argv[i], "--max-input") == 0 && i + 1 < argc) {
+        } else if (strcmp(argv[i], "--models") == 0) {
+            cli->conf.models = argv[++i];
+            cli->conf.models_len = strlen(cli->conf.models);
+
+        } else if (strcmp(argv[i], "--block-size") == 0) {
+            cli->conf.block_size = strtoul(argv[++i], NULL, 10);
+            cli->blocks = 1;
+
+        } else if (strcmp(argv[i], "--text-chunk") == 0) {
+            chunk_bytes = strtoul(argv[++i], NULL, 10);
+
+        } else if (strcmp(argv[i], "--max-body") == 0) {
+            cli->conf.max_prompt = strtoul(argv[++i], NULL, 10);
+
+        } else if (strcmp(argv[i], "--max-input") == 0) {
             max_input = strtoul(argv[++i], NULL, 10);
-
-        } else if (strcmp(argv[i], "--jsonl") == 0) {
-            jsonl = 1;
 
         } else {
             kvr_cli_usage();
@@ -300,9 +369,30 @@ main(int argc, char **argv)
         }
     }
 
-    if (json_path == NULL || !jsonl) {
+    if (!jsonl || cli->conf.block_size == 0
+        || (json_path == NULL && (config_path || template_path)))
+    {
         kvr_cli_usage();
         return 2;
+    }
+
+    if (mode == NULL || strcmp(mode, "approx") == 0) {
+        cli->conf.mode = KVR_KEYS_APPROX;
+
+    } else if (strcmp(mode, "kv") == 0) {
+        cli->conf.mode = KVR_KEYS_KV;
+
+    } else {
+        fprintf(stderr, "kvroute-tokenize: --mode approx or kv\n");
+        return 2;
+    }
+
+    /* about 4 bytes of text per token: a chunk stands for a block */
+    cli->conf.chunk_bytes = chunk_bytes ? chunk_bytes
+                                        : 4 * cli->conf.block_size;
+
+    if (json_path == NULL) {
+        return 0;
     }
 
     /* the chat template's file is also the tokenizer's config */
@@ -314,28 +404,43 @@ main(int argc, char **argv)
         template_path = config_path;
     }
 
-    cli.tk = kvr_tokenizer_load(json_path, config_path, err, sizeof(err));
-    if (cli.tk == NULL) {
+    cli->conf.tokenizer = kvr_tokenizer_load(json_path, config_path, err,
+                                             sizeof(err));
+    if (cli->conf.tokenizer == NULL) {
         fprintf(stderr, "kvroute-tokenize: %s\n", err);
         return 1;
     }
 
+    kvr_tokenizer_set_max_input(cli->conf.tokenizer, max_input);
+
     if (template_path) {
-        cli.chat = kvr_chat_config_load(template_path, NULL, err,
-                                        sizeof(err));
-        if (cli.chat == NULL) {
+        cli->conf.chat = kvr_chat_config_load(template_path, NULL, err,
+                                              sizeof(err));
+        if (cli->conf.chat == NULL) {
             fprintf(stderr, "kvroute-tokenize: chat template: %s\n", err);
         }
     }
 
-    cli.rendered_max = KVR_CLI_MAX_LINE;
-    cli.rendered = malloc(cli.rendered_max);
-    if (cli.rendered == NULL) {
-        fprintf(stderr, "kvroute-tokenize: out of memory\n");
-        return 1;
+    return 0;
+}
+
+
+int
+main(int argc, char **argv)
+{
+    int         rc;
+    char       *line;
+    size_t      cap;
+    ssize_t     len;
+    kvr_cli_t   cli;
+
+    memset(&cli, 0, sizeof(cli));
+
+    rc = kvr_cli_options(&cli, argc, argv);
+    if (rc != 0) {
+        return rc;
     }
 
-    kvr_tokenizer_set_max_input(cli.tk, max_input);
     kvr_ids_init(&cli.ids, KVR_CLI_MAX_IDS);
 
     line = NULL;
@@ -360,14 +465,16 @@ main(int argc, char **argv)
     }
 
     free(line);
-    free(cli.rendered);
     kvr_ids_free(&cli.ids);
+    kvr_keys_scratch_free(&cli.scratch);
 
-    if (cli.chat) {
-        kvr_chat_config_free(cli.chat);
+    if (cli.conf.chat) {
+        kvr_chat_config_free((kvr_chat_config_t *) cli.conf.chat);
     }
 
-    kvr_tokenizer_free(cli.tk);
+    if (cli.conf.tokenizer) {
+        kvr_tokenizer_free(cli.conf.tokenizer);
+    }
 
     return fflush(stdout) == 0 ? 0 : 1;
 }

@@ -18,13 +18,14 @@
 #include "kvr_homes.h"
 #include "kvr_tokenizer.h"
 #include "kvr_chat.h"
+#include "kvr_keys.h"
 
 
 #define NGX_HTTP_KVROUTE_MAX_ROWS     64
 #define NGX_HTTP_KVROUTE_MAX_PEERS    KVR_INDEX_MAX_SLOTS
 
 /* a chat template adds markup: room beyond the body for its render */
-#define NGX_HTTP_KVROUTE_RENDER_EXTRA (64 * 1024)
+#define NGX_HTTP_KVROUTE_RENDER_EXTRA KVR_KEYS_RENDER_EXTRA
 
 
 typedef enum {
@@ -142,8 +143,7 @@ typedef struct {
     /* loaded in the master at configuration time, shared by the workers */
     kvr_tokenizer_t                 *tokenizer;
     kvr_chat_config_t               *chat;       /* its chat template */
-    kvr_ids_t                        ids;        /* per process scratch */
-    char                            *rendered;   /* per process scratch */
+    kvr_keys_scratch_t              *keys_scratch;  /* per process */
 
     ngx_http_upstream_srv_conf_t    *upstream;
     u_char                          *file_name;  /* of the kvroute line */
@@ -202,19 +202,10 @@ typedef struct {
 } ngx_http_kvroute_main_conf_t;
 
 
-/* what the block keys were made of */
-typedef enum {
-    NGX_HTTP_KVROUTE_KEYS_NONE = 0,
-    NGX_HTTP_KVROUTE_KEYS_TEXT,        /* text chunks */
-    NGX_HTTP_KVROUTE_KEYS_TOKENS,      /* the prompt tokenized by kvroute */
-    NGX_HTTP_KVROUTE_KEYS_IDS          /* token ids sent by the client */
-} ngx_http_kvroute_keys_e;
-
-
 /* per request, kept across retries */
 typedef struct {
     ngx_uint_t                       reason;
-    ngx_uint_t                       keys;
+    kvr_keys_kind_e                  keys;     /* what they were made of */
     uint64_t                        *hashes;
     ngx_uint_t                       nblocks;
     ngx_uint_t                       tokens;
@@ -247,6 +238,12 @@ ngx_int_t ngx_http_kvroute_precontent_handler(ngx_http_request_t *r);
 ngx_http_kvroute_ctx_t *ngx_http_kvroute_get_ctx(ngx_http_request_t *r);
 void ngx_http_kvroute_analyze(ngx_http_request_t *r,
     ngx_http_kvroute_srv_conf_t *kcf, ngx_http_kvroute_ctx_t *ctx);
+
+/* log: throttled info lines, the decision clock */
+void ngx_http_kvroute_log_reason(ngx_http_request_t *r, ngx_uint_t reason,
+    size_t body_len);
+void ngx_http_kvroute_log_refused(ngx_http_request_t *r, const char *what,
+    const char *why);
 uint64_t ngx_http_kvroute_usec(void);
 
 /* shared zone */

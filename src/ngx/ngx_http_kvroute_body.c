@@ -3,47 +3,34 @@
  *
  * Request side: makes sure the whole body has been read before the
  * upstream phase (a precontent handler, as the mirror module does), then
- * turns it into block keys once per request.
+ * hands it to the keying pipeline (kvr_keys.h) once per request.
  */
 
 
 #include <ngx_config.h>
 #include <ngx_core.h>
 #include <ngx_http.h>
-#include <time.h>
 
 #include "ngx_http_kvroute.h"
-#include "kvr_request.h"
-#include "kvr_hash.h"
+#include "kvr_keys.h"
 
-
-#define NGX_HTTP_KVROUTE_LOG_INTERVAL  1    /* seconds between alike lines */
 
 /* a body in several buffers is gathered into a kept buffer up to this */
 #define NGX_HTTP_KVROUTE_BODY_KEEP     (256 * 1024)
 #define NGX_HTTP_KVROUTE_BODY_ROUND    (16 * 1024)
 
-/* text keys: room for this many more than the body's length in chunks */
-#define NGX_HTTP_KVROUTE_KEYS_SLACK    16
-
 
 static void ngx_http_kvroute_body_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_kvroute_endpoint(ngx_http_request_t *r);
-static ngx_uint_t ngx_http_kvroute_adapter(ngx_http_kvroute_srv_conf_t *kcf,
-    kvr_request_t *req);
 static ngx_uint_t ngx_http_kvroute_json_type(ngx_http_request_t *r);
 static ngx_int_t ngx_http_kvroute_body_bytes(ngx_http_request_t *r,
     size_t max, u_char **data, size_t *len);
-static void ngx_http_kvroute_log_reason(ngx_http_request_t *r,
-    ngx_uint_t reason, size_t body_len);
-static ngx_int_t ngx_http_kvroute_tokenize(ngx_http_request_t *r,
-    ngx_http_kvroute_srv_conf_t *kcf, kvr_request_t *req,
-    ngx_int_t endpoint);
+static void ngx_http_kvroute_keys_conf(ngx_http_kvroute_srv_conf_t *kcf,
+    kvr_keys_conf_t *conf);
+static ngx_int_t ngx_http_kvroute_add_scratch(
+    ngx_http_kvroute_srv_conf_t *kcf);
 static void ngx_http_kvroute_free_scratch(void *data);
-static void ngx_http_kvroute_log_tokenizer(ngx_http_request_t *r,
-    const char *what, const char *why);
-static void ngx_http_kvroute_hash_piece(void *data, const char *p,
-    size_t len);
+static void *ngx_http_kvroute_alloc(void *pool, size_t size);
 
 
 static u_char  *ngx_http_kvroute_body_kept;
@@ -161,15 +148,11 @@ void
 ngx_http_kvroute_analyze(ngx_http_request_t *r,
     ngx_http_kvroute_srv_conf_t *kcf, ngx_http_kvroute_ctx_t *ctx)
 {
-    u_char              *body, *part;
-    size_t               len, max_blocks, n_ids;
-    uint32_t            *ids;
-    uint64_t             seed, ids_seed, *keys;
-    ngx_int_t            endpoint, rc;
-    ngx_uint_t           tokenize, kv;
-    kvr_request_t        req;
-    kvr_hash_text_t      hasher;
-    kvr_parse_status_e   status;
+    u_char           *body;
+    size_t            len;
+    ngx_int_t         endpoint, rc;
+    kvr_keys_t        keys;
+    kvr_keys_conf_t   conf;
 
     ctx->analyzed = 1;
     ctx->start_usec = ngx_http_kvroute_usec();
@@ -209,199 +192,110 @@ ngx_http_kvroute_analyze(ngx_http_request_t *r,
         return;
     }
 
-    status = kvr_request_parse_body(&req, (char *) body, len);
-
-    if (status != KVR_PARSE_OK) {
-        ctx->reason = ngx_http_kvroute_parse_reasons[status];
-        ngx_http_kvroute_log_reason(r, ctx->reason, len);
-        kvr_request_free(&req);
-        return;
-    }
-
-    /*
-     * the model keeps models apart in the predicted index; the engines'
-     * events name a block's LoRA adapter, not the model a client asked
-     * for, so kv mode keys the model only when it names an adapter (none
-     * of models=), and keys token ids as the events key them: the salt,
-     * which engines name in a chain's first block only, as its virtual
-     * parent (kvr_hash_token_blocks_salted()), not in every block's seed
-     */
-
-    kv = (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV);
-
-    if (kv) {
-        seed = kvr_hash_seed(NULL, 0, req.cache_salt, req.cache_salt_len);
-
-        if (ngx_http_kvroute_adapter(kcf, &req)) {
-            ids_seed = kvr_hash_seed(req.model, req.model_len, NULL, 0);
-
-        } else {
-            ids_seed = kvr_hash_seed(NULL, 0, NULL, 0);
-        }
-
-    } else {
-        seed = kvr_hash_seed(req.model, req.model_len, req.cache_salt,
-                             req.cache_salt_len);
-        ids_seed = seed;
-    }
-
-    tokenize = kcf->tokenizer
-               && (endpoint == KVR_ENDPOINT_COMPLETIONS || kcf->chat);
-
-    /*
-     * text keys straight from the body's pieces, without a rendered copy,
-     * into room for about the body's length; a longer rendering (many
-     * short messages) is rendered again and keyed as a whole below
-     */
-
-    keys = NULL;
-
-    if (!tokenize) {
-        max_blocks = len / kcf->chunk_bytes + NGX_HTTP_KVROUTE_KEYS_SLACK;
-
-        keys = ngx_palloc(r->pool, max_blocks * sizeof(uint64_t));
-        part = ngx_pnalloc(r->pool, kcf->chunk_bytes);
-
-        if (keys == NULL || part == NULL) {
-            ctx->reason = NGX_HTTP_KVROUTE_R_NO_MEMORY;
-            kvr_request_free(&req);
-            return;
-        }
-
-        kvr_hash_text_init(&hasher, kcf->chunk_bytes, seed, keys, max_blocks,
-                           part);
-
-        status = kvr_request_prompt(&req, endpoint, kcf->max_body,
-                                    ngx_http_kvroute_hash_piece, &hasher);
-
-        if (status == KVR_PARSE_OK && req.ids == NULL
-            && req.text_len / kcf->chunk_bytes > hasher.n)
-        {
-            keys = NULL;
-            status = kvr_request_prompt(&req, endpoint, kcf->max_body,
-                                        NULL, NULL);
-        }
-
-    } else {
-        status = kvr_request_prompt(&req, endpoint, kcf->max_body, NULL,
-                                    NULL);
-    }
-
-    if (status != KVR_PARSE_OK) {
-        ctx->reason = ngx_http_kvroute_parse_reasons[status];
-        ngx_http_kvroute_log_reason(r, ctx->reason, len);
-        kvr_request_free(&req);
-        return;
-    }
-
-    ids = req.ids;
-    n_ids = req.n_ids;
-    ctx->keys = ids ? NGX_HTTP_KVROUTE_KEYS_IDS : NGX_HTTP_KVROUTE_KEYS_TEXT;
-
-    /*
-     * with a tokenizer, the prompt is what vLLM tokenizes: a completions
-     * prompt as given, special tokens added; a chat request rendered with
-     * the model's chat template, no special tokens added (the template
-     * writes them)
-     */
-
-    if (ids == NULL && tokenize) {
-        if (ngx_http_kvroute_tokenize(r, kcf, &req, endpoint) == NGX_OK) {
-            ids = kcf->ids.ids;
-            n_ids = kcf->ids.n;
-            ctx->keys = NGX_HTTP_KVROUTE_KEYS_TOKENS;
-        }
-    }
-
-    if (ids) {
-        ctx->tokens = n_ids;
-        max_blocks = n_ids / kcf->block_size;
-
-    } else {
-        /* about 4 bytes of text per token, as text chunks assume */
-        ctx->tokens = req.text_len * kcf->block_size / kcf->chunk_bytes;
-        max_blocks = req.text_len / kcf->chunk_bytes;
-    }
-
-    if (max_blocks == 0) {
-        ctx->reason = NGX_HTTP_KVROUTE_R_SHORT;
-        kvr_request_free(&req);
-        return;
-    }
-
-    if (ids == NULL && keys != NULL) {
-        /* keyed while rendered */
-        ctx->hashes = keys;
-        ctx->nblocks = hasher.n;
-        ctx->first_block = keys[0];
-        kvr_request_free(&req);
-        return;
-    }
-
-    ctx->hashes = ngx_palloc(r->pool, max_blocks * sizeof(uint64_t));
-    if (ctx->hashes == NULL) {
+    if (kcf->keys_scratch == NULL
+        && ngx_http_kvroute_add_scratch(kcf) != NGX_OK)
+    {
         ctx->reason = NGX_HTTP_KVROUTE_R_NO_MEMORY;
-        kvr_request_free(&req);
         return;
     }
 
-    if (ids && kv) {
-        ctx->nblocks = kvr_hash_token_blocks_salted(ids, n_ids,
-                                                    kcf->block_size, ids_seed,
-                                                    req.cache_salt,
-                                                    req.cache_salt_len,
-                                                    ctx->hashes, max_blocks);
+    ngx_http_kvroute_keys_conf(kcf, &conf);
 
-    } else if (ids) {
-        ctx->nblocks = kvr_hash_token_blocks(ids, n_ids, kcf->block_size,
-                                             seed, ctx->hashes, max_blocks);
-    } else {
-        ctx->nblocks = kvr_hash_text_blocks(req.text, req.text_len,
-                                            kcf->chunk_bytes, seed,
-                                            ctx->hashes, max_blocks);
+    keys.alloc = ngx_http_kvroute_alloc;
+    keys.alloc_data = r->pool;
+
+    switch (kvr_keys_make(&keys, &conf, kcf->keys_scratch, endpoint,
+                          (char *) body, len))
+    {
+    case KVR_KEYS_OK:
+        ctx->hashes = keys.hashes;
+        ctx->nblocks = keys.nblocks;
+        ctx->first_block = keys.hashes[0];
+        break;
+
+    case KVR_KEYS_BAD_REQUEST:
+        ctx->reason = ngx_http_kvroute_parse_reasons[keys.parse];
+        ngx_http_kvroute_log_reason(r, ctx->reason, len);
+        break;
+
+    case KVR_KEYS_SHORT:
+        ctx->reason = NGX_HTTP_KVROUTE_R_SHORT;
+        break;
+
+    default: /* KVR_KEYS_NO_MEMORY */
+        ctx->reason = NGX_HTTP_KVROUTE_R_NO_MEMORY;
+        break;
     }
 
-    kvr_request_free(&req);
+    ctx->keys = keys.kind;
+    ctx->tokens = keys.tokens;
 
-    ctx->first_block = ctx->hashes[0];
+    if (keys.refused) {
+        ngx_http_kvroute_log_refused(r, keys.refused, keys.refused_why);
+    }
+
+    kvr_keys_done(&keys);
 }
 
 
-/*
- * mode=kv: whether the request's model names a LoRA adapter (vLLM: the
- * model of a request for an adapter is the adapter's lora_name): with
- * models= (the base model's served names), any other model
- */
+/* the upstream's keying settings, as kvr_keys takes them */
 
-static ngx_uint_t
-ngx_http_kvroute_adapter(ngx_http_kvroute_srv_conf_t *kcf,
-    kvr_request_t *req)
+static void
+ngx_http_kvroute_keys_conf(ngx_http_kvroute_srv_conf_t *kcf,
+    kvr_keys_conf_t *conf)
 {
-    u_char  *p, *last, *comma;
+    conf->mode = (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) ? KVR_KEYS_KV
+                                                         : KVR_KEYS_APPROX;
+    conf->block_size = kcf->block_size;
+    conf->chunk_bytes = kcf->chunk_bytes;
+    conf->max_prompt = kcf->max_body;
+    conf->tokenizer = kcf->tokenizer;
+    conf->chat = kcf->chat;
+    conf->models = (const char *) kcf->models.data;
+    conf->models_len = kcf->models.len;
+}
 
-    if (kcf->models.len == 0 || req->model == NULL || req->model_len == 0) {
-        return 0;
+
+/* per process scratch of the keys, freed with the cycle */
+
+static ngx_int_t
+ngx_http_kvroute_add_scratch(ngx_http_kvroute_srv_conf_t *kcf)
+{
+    ngx_pool_cleanup_t  *cln;
+
+    cln = ngx_pool_cleanup_add(ngx_cycle->pool, 0);
+    if (cln == NULL) {
+        return NGX_ERROR;
     }
 
-    p = kcf->models.data;
-    last = p + kcf->models.len;
-
-    while (p < last) {
-        comma = ngx_strlchr(p, last, ',');
-        if (comma == NULL) {
-            comma = last;
-        }
-
-        if ((size_t) (comma - p) == req->model_len
-            && ngx_strncmp(p, req->model, req->model_len) == 0)
-        {
-            return 0;
-        }
-
-        p = comma + 1;
+    kcf->keys_scratch = ngx_calloc(sizeof(kvr_keys_scratch_t),
+                                   ngx_cycle->log);
+    if (kcf->keys_scratch == NULL) {
+        return NGX_ERROR;
     }
 
-    return 1;
+    cln->handler = ngx_http_kvroute_free_scratch;
+    cln->data = kcf;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_kvroute_free_scratch(void *data)
+{
+    ngx_http_kvroute_srv_conf_t  *kcf = data;
+
+    kvr_keys_scratch_free(kcf->keys_scratch);
+    ngx_free(kcf->keys_scratch);
+    kcf->keys_scratch = NULL;
+}
+
+
+static void *
+ngx_http_kvroute_alloc(void *pool, size_t size)
+{
+    return ngx_palloc(pool, size);
 }
 
 
@@ -549,172 +443,4 @@ ngx_http_kvroute_body_bytes(ngx_http_request_t *r, size_t max,
     }
 
     return NGX_OK;
-}
-
-
-/*
- * One line per reason per second per worker at most; a burst of bad
- * requests is summarised by the count it hid.
- */
-
-static void
-ngx_http_kvroute_log_reason(ngx_http_request_t *r, ngx_uint_t reason,
-    size_t body_len)
-{
-    static time_t      last[NGX_HTTP_KVROUTE_R_LAST];
-    static ngx_uint_t  hidden[NGX_HTTP_KVROUTE_R_LAST];
-
-    time_t  now;
-
-    now = ngx_time();
-
-    if (now - last[reason] < NGX_HTTP_KVROUTE_LOG_INTERVAL) {
-        hidden[reason]++;
-        return;
-    }
-
-    last[reason] = now;
-
-    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                  "kvroute: balancing without prefix (%V), body %uz bytes"
-                  " (%ui alike not logged)",
-                  &ngx_http_kvroute_reason_names[reason], body_len,
-                  hidden[reason]);
-
-    hidden[reason] = 0;
-}
-
-
-/*
- * The prompt's token ids into kcf->ids (per process scratch, reused), or
- * NGX_DECLINED with the reason logged: the request then keeps text keys.
- */
-
-static ngx_int_t
-ngx_http_kvroute_tokenize(ngx_http_request_t *r,
-    ngx_http_kvroute_srv_conf_t *kcf, kvr_request_t *req, ngx_int_t endpoint)
-{
-    int                  rc;
-    char                 err[128];
-    size_t               len, max;
-    const char          *text;
-    ngx_pool_cleanup_t  *cln;
-
-    max = kcf->max_body + NGX_HTTP_KVROUTE_RENDER_EXTRA;
-
-    if (kcf->ids.max == 0) {
-
-        /* per process scratch, freed with the cycle (single process reload) */
-
-        cln = ngx_pool_cleanup_add(ngx_cycle->pool, 0);
-        if (cln == NULL) {
-            return NGX_DECLINED;
-        }
-
-        cln->handler = ngx_http_kvroute_free_scratch;
-        cln->data = kcf;
-
-        kvr_ids_init(&kcf->ids, max + 16);
-    }
-
-    kvr_ids_reset(&kcf->ids);
-
-    text = req->text;
-    len = req->text_len;
-
-    if (endpoint == KVR_ENDPOINT_CHAT) {
-        if (kcf->rendered == NULL) {
-            kcf->rendered = ngx_alloc(max, ngx_cycle->log);
-            if (kcf->rendered == NULL) {
-                return NGX_DECLINED;
-            }
-        }
-
-        err[0] = '\0';
-
-        rc = kvr_chat_render(kcf->chat, req->root, 0, kcf->rendered, max,
-                             &len, err, sizeof(err));
-
-        if (rc != KVR_CHAT_OK) {
-            ngx_http_kvroute_log_tokenizer(r, "chat template", err);
-            return NGX_DECLINED;
-        }
-
-        text = kcf->rendered;
-    }
-
-    rc = kvr_tokenizer_encode(kcf->tokenizer, text, len,
-                              endpoint == KVR_ENDPOINT_COMPLETIONS,
-                              &kcf->ids);
-
-    if (rc != KVR_TOK_OK) {
-        ngx_http_kvroute_log_tokenizer(r, "tokenizer",
-                                       kvr_tokenizer_status_name(rc));
-        return NGX_DECLINED;
-    }
-
-    return NGX_OK;
-}
-
-
-static void
-ngx_http_kvroute_free_scratch(void *data)
-{
-    ngx_http_kvroute_srv_conf_t  *kcf = data;
-
-    kvr_ids_free(&kcf->ids);
-    kcf->ids.max = 0;
-
-    if (kcf->rendered) {
-        ngx_free(kcf->rendered);
-        kcf->rendered = NULL;
-    }
-}
-
-
-/* a piece of the rendered prompt, keyed as it comes (kvr_request sink) */
-
-static void
-ngx_http_kvroute_hash_piece(void *data, const char *p, size_t len)
-{
-    kvr_hash_text_add(data, p, len);
-}
-
-
-/* a prompt that could not be tokenized keeps text keys; said once a second */
-
-static void
-ngx_http_kvroute_log_tokenizer(ngx_http_request_t *r, const char *what,
-    const char *why)
-{
-    static time_t      last;
-    static ngx_uint_t  hidden;
-
-    time_t  now;
-
-    now = ngx_time();
-
-    if (now - last < NGX_HTTP_KVROUTE_LOG_INTERVAL) {
-        hidden++;
-        return;
-    }
-
-    last = now;
-
-    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                  "kvroute: %s refused the prompt (%s), text keys used"
-                  " (%ui alike not logged)", what, why, hidden);
-
-    hidden = 0;
-}
-
-
-uint64_t
-ngx_http_kvroute_usec(void)
-{
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-
-    return (uint64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }

@@ -12,8 +12,14 @@
 #include "ngx_http_kvroute.h"
 
 
+/* $kvroute_block_keys lists this many keys at most, then "..." */
+#define NGX_HTTP_KVROUTE_VAR_MAX_KEYS  128
+
+
 static ngx_int_t ngx_http_kvroute_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_kvroute_block_keys(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, ngx_http_kvroute_ctx_t *ctx);
 
 
 ngx_str_t  ngx_http_kvroute_reason_names[] = {
@@ -47,15 +53,8 @@ enum {
     NGX_HTTP_KVROUTE_VAR_BLOCKS,
     NGX_HTTP_KVROUTE_VAR_TOKENS,
     NGX_HTTP_KVROUTE_VAR_USEC,
-    NGX_HTTP_KVROUTE_VAR_KEYS
-};
-
-
-static ngx_str_t  ngx_http_kvroute_keys_names[] = {
-    ngx_string("-"),
-    ngx_string("text"),
-    ngx_string("tokens"),
-    ngx_string("ids")
+    NGX_HTTP_KVROUTE_VAR_KEYS,
+    NGX_HTTP_KVROUTE_VAR_BLOCK_KEYS
 };
 
 
@@ -81,6 +80,9 @@ static ngx_http_variable_t  ngx_http_kvroute_vars[] = {
 
     { ngx_string("kvroute_keys"), NULL, ngx_http_kvroute_variable,
       NGX_HTTP_KVROUTE_VAR_KEYS, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("kvroute_block_keys"), NULL, ngx_http_kvroute_variable,
+      NGX_HTTP_KVROUTE_VAR_BLOCK_KEYS, NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
       ngx_http_null_variable
 };
@@ -111,7 +113,7 @@ ngx_http_kvroute_variable(ngx_http_request_t *r,
 {
     u_char                  *p;
     uint64_t                 number;
-    ngx_str_t               *s;
+    ngx_str_t               *s, kind;
     ngx_http_kvroute_ctx_t  *ctx;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_kvroute_module);
@@ -138,8 +140,13 @@ ngx_http_kvroute_variable(ngx_http_request_t *r,
         goto string;
 
     case NGX_HTTP_KVROUTE_VAR_KEYS:
-        s = &ngx_http_kvroute_keys_names[ctx->keys];
+        kind.data = (u_char *) kvr_keys_kind_name(ctx->keys);
+        kind.len = ngx_strlen(kind.data);
+        s = &kind;
         goto string;
+
+    case NGX_HTTP_KVROUTE_VAR_BLOCK_KEYS:
+        return ngx_http_kvroute_block_keys(r, v, ctx);
 
     case NGX_HTTP_KVROUTE_VAR_OVERLAP:
         number = ctx->overlap;
@@ -175,6 +182,50 @@ string:
 
     v->len = s->len;
     v->data = s->data;
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+
+    return NGX_OK;
+}
+
+
+/* the block keys in hex, comma separated, as kvroute-tokenize prints them */
+
+static ngx_int_t
+ngx_http_kvroute_block_keys(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, ngx_http_kvroute_ctx_t *ctx)
+{
+    u_char      *p;
+    ngx_uint_t   i, n;
+
+    n = ngx_min(ctx->nblocks, NGX_HTTP_KVROUTE_VAR_MAX_KEYS);
+
+    if (ctx->hashes == NULL || n == 0) {
+        v->len = 1;
+        v->data = (u_char *) "-";
+        goto done;
+    }
+
+    p = ngx_pnalloc(r->pool, n * (16 + 1) + sizeof("...") - 1);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    v->data = p;
+
+    for (i = 0; i < n; i++) {
+        p = ngx_sprintf(p, i ? ",%016xL" : "%016xL", ctx->hashes[i]);
+    }
+
+    if (ctx->nblocks > n) {
+        p = ngx_cpymem(p, "...", sizeof("...") - 1);
+    }
+
+    v->len = p - v->data;
+
+done:
+
     v->valid = 1;
     v->no_cacheable = 1;
     v->not_found = 0;
