@@ -68,4 +68,28 @@ my $salted = $json->encode({ model => 'm', cache_salt => 's',
              $salted);
 isnt($r[0]{blocks}[0], $r[1]{blocks}[0], 'cache_salt separates the keys');
 
+# --mode kv keys as the engines' events: the model left out (no models=),
+# unless models= names the base model and the request another one
+my @two = ($json->encode({ model => 'a', prompt => [ @chat_ids ] }),
+           $json->encode({ model => 'b', prompt => [ @chat_ids ] }));
+@r = run_cli('--block-size 16', @two);
+isnt($r[0]{blocks}[0], $r[1]{blocks}[0], 'approx: the model seeds the keys');
+is($r[0]{keys}, 'ids', 'ids prompt: "keys" says ids');
+@r = run_cli('--block-size 16 --mode kv', @two);
+is($r[0]{blocks}[0], $r[1]{blocks}[0], 'kv: the model left out');
+@r = run_cli('--block-size 16 --mode kv --models a', @two);
+isnt($r[0]{blocks}[0], $r[1]{blocks}[0], 'kv, models=a: b is an adapter');
+
+# without a tokenizer: text keys, as the module without tokenizer=
+my ($fh, $in) = tempfile(UNLINK => 1);
+print $fh '{"model":"m","prompt":"' . ('x' x 200) . '"}' . "\n";
+close $fh;
+my ($line) = `$cli --block-size 16 --jsonl < $in`;
+my $out = $json->decode($line);
+is($out->{keys}, 'text', 'no tokenizer: text keys');
+is(scalar @{ $out->{blocks} }, 3, '200 bytes: 3 chunks of 64');
+
+`$cli --mode bogus --jsonl < /dev/null 2>/dev/null`;
+is($? >> 8, 2, 'an unknown --mode: exit status 2');
+
 done_testing();
