@@ -126,31 +126,23 @@ kvr_cli_error(const char *msg)
 }
 
 
+/* "ids" in decimal, or "blocks" in hex as $kvroute_block_keys shows them */
 static void
-kvr_cli_ids(const uint32_t *ids, size_t n)
+kvr_cli_list(const char *name, const uint32_t *ids, const uint64_t *blocks,
+    size_t n)
 {
     size_t  i;
 
-    fputs("\"ids\":[", stdout);
+    printf("\"%s\":[", name);
 
     for (i = 0; i < n; i++) {
-        printf(i ? ",%u" : "%u", ids[i]);
-    }
+        if (ids) {
+            printf(i ? ",%u" : "%u", ids[i]);
 
-    fputs("]", stdout);
-}
-
-
-static void
-kvr_cli_blocks(const uint64_t *blocks, size_t n)
-{
-    size_t  i;
-
-    fputs(",\"blocks\":[", stdout);
-
-    for (i = 0; i < n; i++) {
-        printf(i ? ",\"%016llx\"" : "\"%016llx\"",
-               (unsigned long long) blocks[i]);
+        } else {
+            printf(i ? ",\"%016llx\"" : "\"%016llx\"",
+                   (unsigned long long) blocks[i]);
+        }
     }
 
     fputs("]", stdout);
@@ -186,7 +178,7 @@ kvr_cli_text(kvr_cli_t *cli, json_t *text)
     }
 
     fputs("{", stdout);
-    kvr_cli_ids(cli->ids.ids, cli->ids.n);
+    kvr_cli_list("ids", cli->ids.ids, NULL, cli->ids.n);
 
     if (cli->blocks) {
         n = cli->ids.n / cli->conf.block_size;
@@ -195,7 +187,8 @@ kvr_cli_text(kvr_cli_t *cli, json_t *text)
                                            cli->ids.ids, cli->ids.n, blocks,
                                            n)
                    : 0;
-        kvr_cli_blocks(blocks, n);
+        fputs(",", stdout);
+        kvr_cli_list("blocks", NULL, blocks, n);
         free(blocks);
     }
 
@@ -236,7 +229,7 @@ kvr_cli_body(kvr_cli_t *cli, const char *line, size_t len, kvr_endpoint_e ep)
     why[0] = '\0';
 
     if (k.ids) {
-        kvr_cli_ids(k.ids, k.n_ids);
+        kvr_cli_list("ids", k.ids, NULL, k.n_ids);
         fputs(",", stdout);
 
     } else if (k.refused) {
@@ -259,7 +252,9 @@ kvr_cli_body(kvr_cli_t *cli, const char *line, size_t len, kvr_endpoint_e ep)
     }
 
     if (cli->blocks) {
-        kvr_cli_blocks(k.hashes, rc == KVR_KEYS_OK ? k.nblocks : 0);
+        fputs(",", stdout);
+        kvr_cli_list("blocks", NULL, k.hashes,
+                     rc == KVR_KEYS_OK ? k.nblocks : 0);
     }
 
     fputs("}\n", stdout);

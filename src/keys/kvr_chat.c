@@ -25,6 +25,7 @@
 #include <jansson.h>
 
 #include "kvr_chat.h"
+#include "kvr_request.h"
 
 
 #define KVR_CHAT_MAX_TOKENS  64
@@ -452,8 +453,9 @@ static kvr_jv_t *
 kvr_chat_content(kvr_chat_ctx_t *cx, uint32_t node)
 {
     size_t       n, len;
-    uint32_t     part, type, text;
+    uint32_t     part, text;
     char        *buf;
+    kvr_part_e   kind;
     const char  *p;
     kvr_jv_t    *v, *s;
 
@@ -479,28 +481,21 @@ kvr_chat_content(kvr_chat_ctx_t *cx, uint32_t node)
     for (part = kvr_json_first(cx->doc, node); part;
          part = kvr_json_next(cx->doc, node, part))
     {
-        type = kvr_chat_find(cx->doc, part, "type");
-        text = 0;
-
         if (kvr_json_type(cx->doc, part) != KVR_JSON_OBJECT) {
             kvr_chat_fail(cx, KVR_JINJA_UNSUPPORTED, "content part is not "
                           "an object");
             goto done;
         }
 
-        if (kvr_chat_is(cx->doc, type, "text")
-            || kvr_chat_is(cx->doc, type, "input_text")
-            || kvr_chat_is(cx->doc, type, "output_text"))
-        {
-            text = kvr_chat_find(cx->doc, part, "text");
-        } else if (kvr_chat_is(cx->doc, type, "refusal")) {
-            text = kvr_chat_find(cx->doc, part, "refusal");
-        } else {
+        /* thinking parts, as media, are left to the engine: text keys */
+        kind = kvr_request_part(cx->doc, part, &text);
+
+        if (kind != KVR_PART_TEXT && kind != KVR_PART_REFUSAL) {
             kvr_chat_fail(cx, KVR_JINJA_UNSUPPORTED, "non-text content part");
             goto done;
         }
 
-        if (text == 0 || kvr_json_type(cx->doc, text) != KVR_JSON_STRING) {
+        if (text == 0) {
             kvr_chat_fail(cx, KVR_CHAT_BAD_REQUEST, "content part without "
                           "its text");
             goto done;
