@@ -6,7 +6,8 @@
  * oracle tests and for operators asking "why didn't this request hit?".
  *
  *   kvroute-tokenize [--tokenizer tokenizer.json]
- *       [--chat-template tokenizer_config.json] [--config tokenizer_config.json]
+ *       [--chat-template tokenizer_config.json]
+ *       [--config tokenizer_config.json]
  *       [--mode approx|kv] [--models NAME[,NAME...]] [--block-size N]
  *       [--text-chunk BYTES] [--max-body BYTES] [--max-input BYTES]
  *       --jsonl < in.jsonl > out.jsonl

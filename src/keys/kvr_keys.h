@@ -13,7 +13,8 @@
  *     special tokens added (the template writes them);
  *   - else text chunks of the canonical rendering (kvr_request.h), also
  *     when the tokenizer or the template refuses the prompt.
- * Seeds (kvr_keys_token_blocks() and kvr_keys_make() decide them):
+ * Seeds, decided in one place (kvr_keys.c: kvr_keys_text_seed(),
+ * kvr_keys_token_blocks()):
  *   - approx: the model and cache_salt seed every key;
  *   - kv: keys as the engines' KV events key blocks: token keys seeded by
  *     the model only when it names a LoRA adapter (a model not among

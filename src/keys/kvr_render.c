@@ -48,6 +48,21 @@
 #define KVR_RENDER_KEEP        (256 * 1024)
 
 
+typedef struct {
+    char                *data;
+    size_t               len;
+    size_t               cap;
+    size_t               hint;     /* size of the first allocation */
+    size_t               max;      /* bound on len (less what went out) */
+    kvr_parse_status_e   status;   /* why an add failed */
+
+    /* with a sink, data is a buffer that goes out to it */
+    kvr_request_sink_pt  sink;
+    void                *sink_data;
+    size_t               out;      /* bytes given to the sink */
+} kvr_render_t;
+
+
 /* the sink's buffer, kept between requests (one per process) */
 static char    *kvr_render_kept;
 static size_t   kvr_render_kept_cap;
@@ -62,6 +77,12 @@ typedef struct {
 } kvr_render_frame_t;
 
 
+static void kvr_render_open(kvr_render_t *r, size_t max, size_t hint,
+    kvr_request_sink_pt sink, void *data);
+static void kvr_render_flush(kvr_render_t *r);
+static void kvr_render_close(kvr_render_t *r);
+static int kvr_render_string(kvr_render_t *r, const kvr_json_doc_t *doc,
+    uint32_t str);
 static int kvr_render_message(kvr_render_t *r, const kvr_json_doc_t *doc,
     uint32_t msg);
 static int kvr_render_content(kvr_render_t *r, const kvr_json_doc_t *doc,
@@ -181,11 +202,40 @@ failed:
 }
 
 
+kvr_parse_status_e
+kvr_render_text(kvr_request_t *req, uint32_t str, size_t max_prompt,
+    kvr_request_sink_pt sink, void *data)
+{
+    kvr_render_t     r;
+    kvr_json_doc_t  *doc;
+
+    doc = req->root;
+
+    if (doc->nodes[str].len - 2 == 0) {
+        return KVR_PARSE_EMPTY_PROMPT;
+    }
+
+    kvr_render_open(&r, max_prompt, doc->nodes[str].len, sink, data);
+
+    if (kvr_render_string(&r, doc, str) != 0) {
+        kvr_render_close(&r);
+        return r.status;
+    }
+
+    kvr_render_flush(&r);
+    kvr_render_close(&r);
+
+    req->text_len = r.out;
+
+    return KVR_PARSE_OK;
+}
+
+
 /*
  * Without a sink the rendering is built in a buffer of its own (the
  * caller's text); with one, in the kept buffer, handed on as it fills.
  */
-void
+static void
 kvr_render_open(kvr_render_t *r, size_t max, size_t hint,
     kvr_request_sink_pt sink, void *data)
 {
@@ -208,7 +258,7 @@ kvr_render_open(kvr_render_t *r, size_t max, size_t hint,
 
 
 /* the buffered bytes to the sink; max shrinks by what went out */
-void
+static void
 kvr_render_flush(kvr_render_t *r)
 {
     if (r->len == 0) {
@@ -224,7 +274,7 @@ kvr_render_flush(kvr_render_t *r)
 
 
 /* a sink's buffer is kept for the next request unless it grew large */
-void
+static void
 kvr_render_close(kvr_render_t *r)
 {
     if (r->sink == NULL) {
@@ -417,7 +467,7 @@ kvr_render_put(kvr_render_t *r, const char *p, size_t n)
 
 
 /* a string node decoded; raw bytes straight from the body when plain */
-int
+static int
 kvr_render_string(kvr_render_t *r, const kvr_json_doc_t *doc, uint32_t str)
 {
     size_t                  raw, room, n;

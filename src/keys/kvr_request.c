@@ -36,8 +36,6 @@ static kvr_parse_status_e kvr_request_completions(kvr_request_t *req,
     size_t max_prompt, kvr_request_sink_pt sink, void *data);
 static kvr_parse_status_e kvr_request_copy_text(kvr_request_t *req,
     uint32_t str, size_t max_prompt);
-static kvr_parse_status_e kvr_request_sink_text(kvr_request_t *req,
-    uint32_t str, size_t max_prompt, kvr_request_sink_pt sink, void *data);
 static kvr_parse_status_e kvr_request_copy_ids(kvr_request_t *req,
     uint32_t list, size_t max_prompt);
 static int kvr_ends_with(const char *s, size_t len, const char *suffix);
@@ -232,8 +230,7 @@ kvr_request_completions(kvr_request_t *req, size_t max_prompt,
 
     case KVR_JSON_STRING:
         if (sink) {
-            return kvr_request_sink_text(req, prompt, max_prompt, sink,
-                                         data);
+            return kvr_render_text(req, prompt, max_prompt, sink, data);
         }
 
         return kvr_request_copy_text(req, prompt, max_prompt);
@@ -255,7 +252,7 @@ kvr_request_completions(kvr_request_t *req, size_t max_prompt,
 
     case KVR_JSON_STRING:
         if (sink) {
-            return kvr_request_sink_text(req, first, max_prompt, sink, data);
+            return kvr_render_text(req, first, max_prompt, sink, data);
         }
 
         return kvr_request_copy_text(req, first, max_prompt);
@@ -314,36 +311,6 @@ kvr_request_copy_text(kvr_request_t *req, uint32_t str, size_t max_prompt)
 
     req->text = text;
     req->text_len = len;
-
-    return KVR_PARSE_OK;
-}
-
-
-/* the same checks and bytes as kvr_request_copy_text(), given to sink */
-static kvr_parse_status_e
-kvr_request_sink_text(kvr_request_t *req, uint32_t str, size_t max_prompt,
-    kvr_request_sink_pt sink, void *data)
-{
-    kvr_render_t     r;
-    kvr_json_doc_t  *doc;
-
-    doc = req->root;
-
-    if (doc->nodes[str].len - 2 == 0) {
-        return KVR_PARSE_EMPTY_PROMPT;
-    }
-
-    kvr_render_open(&r, max_prompt, doc->nodes[str].len, sink, data);
-
-    if (kvr_render_string(&r, doc, str) != 0) {
-        kvr_render_close(&r);
-        return r.status;
-    }
-
-    kvr_render_flush(&r);
-    kvr_render_close(&r);
-
-    req->text_len = r.out;
 
     return KVR_PARSE_OK;
 }
