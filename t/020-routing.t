@@ -156,8 +156,8 @@ location = /kvroute_status { kvroute_status; }
 --- more_headers
 Content-Type: application/json
 --- request eval
-[ "POST /v1/completions\n" . '{"model":"m","prompt":[' . join(',', 1 .. 80) . ']}',
-  "POST /v1/completions\n" . '{"model":"m","prompt":[' . join(',', 1 .. 80) . ']}',
+[ "POST /v1/completions\n" . '{"model":"m","prompt":[' . CORE::join(',', 1 .. 80) . ']}',
+  "POST /v1/completions\n" . '{"model":"m","prompt":[' . CORE::join(',', 1 .. 80) . ']}',
   ::status_request() ]
 --- response_headers_like eval
 [ "X-Kvroute: home 0/5", "X-Kvroute: overlap 2/5", "" ]

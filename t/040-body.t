@@ -3,6 +3,7 @@
 
 use lib 't/lib';
 use Test::Nginx::Socket 'no_plan';
+$ENV{TEST_NGINX_ECHO_SO} ||= '/usr/lib/nginx/modules/ngx_http_echo_module.so';
 use Kvroute::Bodies;
 
 my $port = $ENV{TEST_NGINX_PORT} || 1984;
@@ -11,6 +12,15 @@ $ENV{TEST_NGINX_B2} = $port + 2;
 
 our $Small = chat_body(5, "small");
 our $Large = chat_body(6, "large", words => 15000);
+
+# The real Test::Nginx (0.31 and later) writes "http2 on;" for --- http2
+# from nginx 1.19.9 on, a directive nginx knows from 1.25.1: between the
+# two nginx refuses to start and the framework bails out of the run
+# (t/README.md).  kvroute's runner writes "listen ... http2" there.
+sub framework_http2_broken {
+    return $Test::Nginx::Socket::VERSION !~ /kvroute/
+           && $Test::Nginx::Util::NginxVersion < 1.025001;
+}
 
 sub chunked {
     my ($body, $size) = @_;
@@ -44,7 +54,7 @@ _EOC_
 
 our $MainConfig = <<'_EOC_';
 load_module $TEST_NGINX_KVROUTE_SO;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+load_module $TEST_NGINX_ECHO_SO;
 _EOC_
 
 no_root_location();
@@ -204,6 +214,7 @@ X-Kvroute-Reason: no-body
 
 
 === TEST 7: HTTP/2 with request buffering off
+--- skip_eval: 4: ::framework_http2_broken()
 --- main_config eval: $::MainConfig
 --- http_config eval: $::HttpConfig
 --- config

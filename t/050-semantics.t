@@ -3,6 +3,7 @@
 
 use lib 't/lib';
 use Test::Nginx::Socket 'no_plan';
+$ENV{TEST_NGINX_ECHO_SO} ||= '/usr/lib/nginx/modules/ngx_http_echo_module.so';
 use Kvroute::Bodies;
 
 my $port = $ENV{TEST_NGINX_PORT} || 1984;
@@ -141,7 +142,7 @@ Content-Type: application/json
 === TEST 5: upstream timeouts and client aborts return the counters to zero
 --- main_config
 load_module $TEST_NGINX_KVROUTE_SO;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+load_module $TEST_NGINX_ECHO_SO;
 --- http_config eval
 "upstream llm {
     kvroute;

@@ -3,13 +3,14 @@
 
 use lib 't/lib';
 use Test::Nginx::Socket 'no_plan';
+$ENV{TEST_NGINX_ECHO_SO} ||= '/usr/lib/nginx/modules/ngx_http_echo_module.so';
 use Kvroute::Bodies;
 
 my $port = $ENV{TEST_NGINX_PORT} || 1984;
 $ENV{TEST_NGINX_B1} = $port + 1;
 $ENV{TEST_NGINX_B2} = $port + 2;
 $ENV{TEST_NGINX_B3} = $port + 3;
-BEGIN { $ENV{TEST_NGINX_USE_HUP} = 1 }
+use_hup();
 
 our $Backends = <<'_EOC_';
 server { listen 127.0.0.1:$TEST_NGINX_B1; location / { return 200 "b1\n"; } }
@@ -20,7 +21,7 @@ _EOC_
 
 our $MainConfig = <<'_EOC_';
 load_module $TEST_NGINX_KVROUTE_SO;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+load_module $TEST_NGINX_ECHO_SO;
 _EOC_
 
 our $Config = <<'_EOC_';

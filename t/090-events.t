@@ -4,6 +4,7 @@
 
 use lib 't/lib';
 use Test::Nginx::Socket;
+$ENV{TEST_NGINX_ECHO_SO} ||= '/usr/lib/nginx/modules/ngx_http_echo_module.so';
 use JSON::PP ();
 use Kvroute::Emulator;
 
@@ -14,7 +15,7 @@ my $events_base = $port + 131;
 $ENV{TEST_NGINX_E2_EVENTS} = "tcp://127.0.0.1:" . ($events_base + 1);
 $ENV{TEST_NGINX_E2_REPLAY} = "tcp://127.0.0.1:" . ($port + 232);
 
-BEGIN { $ENV{TEST_NGINX_USE_HUP} = 1 }
+use_hup();
 
 if (! -d 'bench/node_modules/zeromq') {
     plan skip_all => 'bench/node_modules missing (make bench-deps)';
@@ -73,7 +74,7 @@ _EOC_
 
 our $MainConfig = <<'_EOC_';
 load_module $TEST_NGINX_KVROUTE_SO;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+load_module $TEST_NGINX_ECHO_SO;
 _EOC_
 
 master_on();

@@ -3,6 +3,7 @@
 
 use lib 't/lib';
 use Test::Nginx::Socket;
+$ENV{TEST_NGINX_ECHO_SO} ||= '/usr/lib/nginx/modules/ngx_http_echo_module.so';
 use JSON::PP ();
 use Kvroute::Emulator;
 
@@ -33,7 +34,7 @@ __DATA__
 === TEST 1: one process: events still route the prefix to the engine that has it
 --- main_config
 load_module $TEST_NGINX_KVROUTE_SO;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+load_module $TEST_NGINX_ECHO_SO;
 --- http_config
 upstream llm {
     kvroute mode=kv events_port=+100;

@@ -4,6 +4,7 @@
 
 use lib 't/lib';
 use Test::Nginx::Socket;
+$ENV{TEST_NGINX_ECHO_SO} ||= '/usr/lib/nginx/modules/ngx_http_echo_module.so';
 use JSON::PP ();
 use POSIX ();
 
@@ -116,7 +117,7 @@ __DATA__
 wrong shape) are dropped and counted, the valid ones apply
 --- main_config
 load_module $TEST_NGINX_KVROUTE_SO;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+load_module $TEST_NGINX_ECHO_SO;
 --- http_config eval: $::HttpConfig
 --- config eval: $::Config
 --- init
@@ -148,7 +149,7 @@ Content-Type: application/json
 === TEST 2: a gap drops what the index held; later events rebuild it; stale
 --- main_config
 load_module $TEST_NGINX_KVROUTE_SO;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+load_module $TEST_NGINX_ECHO_SO;
 --- http_config eval: $::HttpConfig
 --- config eval: $::Config
 --- init
@@ -176,7 +177,7 @@ Content-Type: application/json
 === TEST 3: before any event, a burst follows its first request (prediction)
 --- main_config
 load_module $TEST_NGINX_KVROUTE_SO;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+load_module $TEST_NGINX_ECHO_SO;
 --- http_config
 upstream llm {
     kvroute mode=kv events_port=+100 zone=kv_faults:4m;
@@ -201,7 +202,7 @@ Content-Type: application/json
 === TEST 4: predict=0: no predictions, every request of the burst is new
 --- main_config
 load_module $TEST_NGINX_KVROUTE_SO;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+load_module $TEST_NGINX_ECHO_SO;
 --- http_config
 upstream llm {
     kvroute mode=kv events_port=+100 predict=0 zone=kv_faults:4m;
@@ -227,7 +228,7 @@ Content-Type: application/json
 the index is complete again (not stale)
 --- main_config
 load_module $TEST_NGINX_KVROUTE_SO;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+load_module $TEST_NGINX_ECHO_SO;
 --- http_config eval: $::HttpConfig
 --- config eval: $::Config
 --- init
@@ -254,7 +255,7 @@ Content-Type: application/json
 === TEST 6: BlockRemoved takes a block out (its chain's tail first, as vLLM evicts)
 --- main_config
 load_module $TEST_NGINX_KVROUTE_SO;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+load_module $TEST_NGINX_ECHO_SO;
 --- http_config eval: $::HttpConfig
 --- config eval: $::Config
 --- init
@@ -282,7 +283,7 @@ Content-Type: application/json
 and the index, rebuilt from sequence 0, is complete
 --- main_config
 load_module $TEST_NGINX_KVROUTE_SO;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+load_module $TEST_NGINX_ECHO_SO;
 --- http_config
 upstream llm {
     kvroute mode=kv events_port=+100 replay_port=+200 predict=0
@@ -315,7 +316,7 @@ Content-Type: application/json
 predictions stand in with the server's capacity (here 1000 blocks, not 4)
 --- main_config
 load_module $TEST_NGINX_KVROUTE_SO;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+load_module $TEST_NGINX_ECHO_SO;
 --- http_config eval: $::StaleConfig
 --- config eval: $::Config
 --- init
@@ -341,7 +342,7 @@ Content-Type: application/json
 blocks: the second prompt's replace the first's)
 --- main_config
 load_module $TEST_NGINX_KVROUTE_SO;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+load_module $TEST_NGINX_ECHO_SO;
 --- http_config eval: $::StaleConfig
 --- config eval: $::Config
 --- init
@@ -366,7 +367,7 @@ Content-Type: application/json
 === TEST 10: AllBlocksCleared makes a stale index complete again
 --- main_config
 load_module $TEST_NGINX_KVROUTE_SO;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+load_module $TEST_NGINX_ECHO_SO;
 --- http_config eval: $::HttpConfig
 --- config eval: $::Config
 --- init

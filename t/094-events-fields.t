@@ -8,6 +8,7 @@
 
 use lib 't/lib';
 use Test::Nginx::Socket;
+$ENV{TEST_NGINX_ECHO_SO} ||= '/usr/lib/nginx/modules/ngx_http_echo_module.so';
 use JSON::PP ();
 use POSIX ();
 
@@ -166,7 +167,7 @@ _EOC_
 
 our $MainConfig = <<'_EOC_';
 load_module $TEST_NGINX_KVROUTE_SO;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+load_module $TEST_NGINX_ECHO_SO;
 _EOC_
 
 master_on();

@@ -8,6 +8,7 @@
 
 use lib 't/lib';
 use Test::Nginx::Socket;
+$ENV{TEST_NGINX_ECHO_SO} ||= '/usr/lib/nginx/modules/ngx_http_echo_module.so';
 use JSON::PP ();
 use Kvroute::Emulator;
 
@@ -15,7 +16,7 @@ my $port = $ENV{TEST_NGINX_PORT} || 1984;
 $ENV{TEST_NGINX_E1} = $port + 81;
 $ENV{TEST_NGINX_E2} = $port + 82;
 
-BEGIN { $ENV{TEST_NGINX_USE_HUP} = 1 }
+use_hup();
 
 if (! -d 'bench/node_modules/zeromq') {
     plan skip_all => 'bench/node_modules missing (make bench-deps)';
@@ -58,7 +59,7 @@ _EOC_
 
 our $MainConfig = <<'_EOC_';
 load_module $TEST_NGINX_KVROUTE_SO;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+load_module $TEST_NGINX_ECHO_SO;
 _EOC_
 
 master_on();

@@ -136,9 +136,13 @@ ngx_http_kvroute_events_add_helper(ngx_conf_t *cf,
         return NGX_ERROR;
     }
 
-    /* nginx creates the directory; kvroute keeps nothing in it */
+    /*
+     * nginx creates the directory; kvroute keeps nothing in it.  Named
+     * like the "_temp" paths nginx keeps in its prefix, which tools that
+     * clean a prefix (Test::Nginx among them) already remove.
+     */
 
-    ngx_str_set(&path->name, "kvroute_events");
+    ngx_str_set(&path->name, "kvroute_temp");
 
     if (ngx_conf_full_name(cf->cycle, &path->name, 0) != NGX_OK) {
         return NGX_ERROR;

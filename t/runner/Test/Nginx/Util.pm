@@ -1006,11 +1006,9 @@ sub skip_count_for ($) {
 sub run_tests () {
     $NginxVersion = get_nginx_version();
 
-    # the environment may be set after "use Test::Nginx::Socket"
-    $UseHup = $ENV{TEST_NGINX_USE_HUP} if !$UseHup;
-    if (($ENV{TEST_NGINX_MASTER_PROCESS} // '') eq 'on') {
-        $MasterProcessEnabled = 'on';
-    }
+    # TEST_NGINX_USE_HUP and TEST_NGINX_MASTER_PROCESS were read when the
+    # module loaded, as the real Test::Nginx reads them: set later, they
+    # are ignored there and here alike (use_hup(), master_on() instead)
 
     $ENV{TEST_NGINX_SERVER_PORT} //= $ServerPort;
     $ENV{TEST_NGINX_PORT} //= $ServerPort;
