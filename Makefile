@@ -7,7 +7,9 @@
 SHELL        := /bin/bash
 TOP          := $(CURDIR)
 BUILD        := $(TOP)/build
-NGINX        ?= /usr/sbin/nginx
+# the nginx the tests run (mk/module.mk builds for it: NGINX_SRC)
+NGINX_BIN    ?= /usr/sbin/nginx
+NGINX        ?= $(NGINX_BIN)
 MODULE_SO    := $(BUILD)/ngx_http_kvroute_module.so
 
 CC           ?= cc
@@ -34,6 +36,7 @@ include mk/tokenizer.mk
 include mk/jinja.mk
 include mk/asan.mk
 include mk/faults.mk
+include mk/compat.mk
 
 # the whole suite again against the module built with ASan + UBSan
 TEST_TARGETS += test-asan

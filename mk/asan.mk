@@ -40,36 +40,28 @@ ASAN_UNIT_OPTS := detect_leaks=0:abort_on_error=1:halt_on_error=1
 UBSAN_UNIT_OPTS := print_stacktrace=1:halt_on_error=1
 
 # same configure as mk/module.mk, another build directory, sanitizers added
-$(ASAN_BUILD)/Makefile: config
-	@mkdir -p $(ASAN_BUILD)
-	export SRC=$(TOP) BUILD=$(ASAN_BUILD); cd $(NGX_SRC) && \
-	bash -c '. ./conf_flags && ./configure \
-	  --with-cc-opt="$$(dpkg-buildflags --get CFLAGS) -fPIC $$(dpkg-buildflags --get CPPFLAGS) $(ASAN_CC_OPT)" \
-	  --with-ld-opt="$$(dpkg-buildflags --get LDFLAGS) -fPIC $(ASAN_SAN)" \
-	  "$${NGX_CONF_FLAGS[@]}" \
-	  --add-dynamic-module="$$SRC" --builddir="$$BUILD"' \
-	  > $(ASAN_BUILD)/configure.log 2>&1 \
-	  || { tail -30 $(ASAN_BUILD)/configure.log; exit 1; }
+$(ASAN_BUILD)/Makefile: config $(NGX_SRC_STAMP)
+	$(call ngx_configure,$(ASAN_BUILD),$(ASAN_CC_OPT),$(ASAN_SAN))
 
 # Debian's nginx is not instrumented: the wrapper preloads the runtimes so
 # that they come first; workers are forks of the master and inherit them.
 # nginx keeps only the last -g: a caller's own -g drops the capture log
-$(ASAN_NGINX): mk/asan.mk
+# (rewritten only when it changes: NGINX_BIN may differ from run to run)
+$(ASAN_NGINX): FORCE
 	@mkdir -p $(ASAN_BUILD)
-	printf '%s\n' '#!/bin/sh' \
+	@printf '%s\n' '#!/bin/sh' \
 	    'LD_PRELOAD="$(ASAN_PRELOAD)"' \
 	    'ASAN_OPTIONS="$${ASAN_OPTIONS:-$(ASAN_NGX_OPTS)}"' \
 	    'UBSAN_OPTIONS="$${UBSAN_OPTIONS:-$(UBSAN_NGX_OPTS)}"' \
 	    'export LD_PRELOAD ASAN_OPTIONS UBSAN_OPTIONS' \
 	    'mkdir -p $(ASAN_LOGS)' \
-	    'exec $(NGINX) -g "error_log $(ASAN_STDERR) debug;" "$$@"' > $@
-	chmod +x $@
+	    'exec $(NGINX) -g "error_log $(ASAN_STDERR) debug;" "$$@"' > $@.new
+	@chmod +x $@.new
+	@cmp -s $@.new $@ && rm $@.new || mv $@.new $@
 
 $(ASAN_SO): $(ASAN_BUILD)/Makefile $(ASAN_NGINX) $(MODULE_DEPS)
 	$(MAKE) -f $(ASAN_BUILD)/Makefile -C $(NGX_SRC) modules
-	printf 'load_module %s;\nevents{}\n' $@ > $(ASAN_BUILD)/loadtest.conf
-	$(ASAN_NGINX) -g "error_log /dev/null; pid /dev/null;" -t -q \
-	    -c $(ASAN_BUILD)/loadtest.conf
+	$(call ngx_load_test,$(ASAN_NGINX),$@,$(ASAN_BUILD))
 
 # mk/unit.mk's link line; the library is compiled once, not once a test
 $(ASAN_BUILD)/unit/obj/%.o: src/%.c $(KVR_LIB_HDRS)
@@ -121,7 +113,7 @@ test-nginx-asan: $(ASAN_SO) $(ASAN_CLI) tokenizer-npm bench-deps
 
 test-asan: test-unit-asan test-nginx-asan
 
-.PHONY: module-asan unit-asan test-unit-asan test-nginx-asan test-asan
+.PHONY: FORCE module-asan unit-asan test-unit-asan test-nginx-asan test-asan
 
 # `make test-valgrind`: memcheck over every unit test binary and over
 # kvroute-tokenize fed mixed JSON lines (generated below, fixed seed); any
