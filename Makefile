@@ -20,7 +20,7 @@ TEST_TARGETS :=
 # KVR_INCS: mk/sources.mk
 KVR_CFLAGS    = -O2 -g -Wall -Wextra -Werror -std=gnu99 $(KVR_INCS)
 
-.PHONY: all deps module tools test demo bench clean
+.PHONY: all deps module tools test demo bench clean deb
 
 all: module tools
 
@@ -36,6 +36,7 @@ include mk/tokenizer.mk
 include mk/jinja.mk
 include mk/asan.mk
 include mk/faults.mk
+include mk/deb.mk
 include mk/compat.mk
 
 # the whole suite again against the module built with ASan + UBSan

@@ -6,7 +6,7 @@ DEB_PKGS := nginx nginx-dev libnginx-mod-http-echo libzmq3-dev \
     libutf8proc-dev build-essential pkg-config curl perl \
     libtest-base-perl libtext-diff-perl libtest-longstring-perl \
     liblist-moreutils-perl libhttp-message-perl liburi-perl \
-    libipc-run-perl wrk gnuplot-nox python3-jinja2 clang gdb
+    libipc-run-perl wrk gnuplot-nox python3-jinja2 clang gdb debhelper
 
 # node and npm may come from elsewhere than Debian (the machine image has
 # them); Debian's are installed only when the commands are missing
