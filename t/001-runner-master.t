@@ -23,10 +23,20 @@ sub read_master_pid {
     return $pid;
 }
 
+# from /proc, not ps: a minimal Debian image (the Dockerfile's) has no procps
 sub worker_pids {
     my $master = shift;
-    return sort { $a <=> $b }
-           grep { /\d/ } split /\s+/, `ps -o pid= --ppid $master`;
+    my @pids;
+    for my $stat (glob '/proc/[0-9]*/stat') {
+        open my $in, '<', $stat or next;
+        my $line = <$in>;
+        close $in;
+        # "pid (comm) state ppid ..."; comm may hold spaces and parentheses
+        push @pids, $1
+            if defined $line && $line =~ /^(\d+) \(.*\) \S+ (\d+) /
+               && $2 == $master;
+    }
+    return sort { $a <=> $b } @pids;
 }
 
 no_shuffle();
