@@ -15,7 +15,7 @@
  *   kvr_events_decode()         decodes a payload (one msgpack KVEventBatch)
  *                               and calls a handler once per known event.
  *
- * The msgpack reader is our own, bounded one (kvr_events.c says why).
+ * The msgpack reader is our own, bounded one (kvr_msgpack.c says why).
  *
  * What the payload decoder accepts (kv-events.md section 0):
  *   - the batch: an array [ts, events] or [ts, events, dp_rank, ...], or
