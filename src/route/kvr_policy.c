@@ -18,6 +18,15 @@ static size_t kvr_policy_pick_dynamo(const kvr_policy_conf_t *conf,
 static size_t kvr_policy_pick_cost(const kvr_policy_conf_t *conf,
     const kvr_candidate_t *cand, size_t n, const kvr_demand_t *demand,
     kvr_pick_e *why);
+static size_t kvr_policy_longest(const kvr_candidate_t *cand, size_t n,
+    const kvr_demand_t *demand, uint32_t max_overlap);
+static size_t kvr_policy_home(const kvr_candidate_t *cand, size_t n,
+    const kvr_demand_t *demand);
+static size_t kvr_policy_spare(const kvr_policy_conf_t *conf,
+    const kvr_candidate_t *cand, size_t n, const kvr_demand_t *demand,
+    size_t best, uint32_t max_overlap);
+static size_t kvr_policy_least(const kvr_candidate_t *cand, size_t n,
+    const kvr_demand_t *demand, double min_load);
 static int kvr_policy_no_room(const kvr_candidate_t *cand,
     const kvr_demand_t *demand);
 static int kvr_policy_fewer(const kvr_candidate_t *a,
@@ -147,10 +156,9 @@ kvr_policy_pick_kvroute(const kvr_policy_conf_t *conf,
     const kvr_candidate_t *cand, size_t n, const kvr_demand_t *demand,
     kvr_pick_e *why)
 {
-    size_t    i, best, least, spare;
-    double    load, best_load, min_load, key, best_key, held, best_held;
+    size_t    i, best, spare;
+    double    load, best_load, min_load;
     uint32_t  max_overlap;
-    uint64_t  full, fill, best_fill, held_total, room_total;
 
     max_overlap = 0;
     min_load = -1;
@@ -167,144 +175,23 @@ kvr_policy_pick_kvroute(const kvr_policy_conf_t *conf,
         }
     }
 
-    best = n;
-    best_load = 0;
-
     if (max_overlap > 0) {
-
-        /* the least loaded of those holding the longest prefix */
-
-        for (i = 0; i < n; i++) {
-            if (cand[i].overlap != max_overlap) {
-                continue;
-            }
-
-            load = kvr_policy_load(&cand[i]);
-
-            if (best == n || load < best_load
-                || (load == best_load
-                    && kvr_policy_mix(cand[i].id_hash, demand->random)
-                       < kvr_policy_mix(cand[best].id_hash, demand->random)))
-            {
-                best = i;
-                best_load = load;
-            }
-        }
-
+        best = kvr_policy_longest(cand, n, demand, max_overlap);
         *why = KVR_PICK_OVERLAP;
 
     } else {
-
-        /*
-         * the server holding the fewest prefixes per unit of weight, so
-         * prefixes partition evenly (one too many on a server evicts
-         * another); then the emptiest cache, in eighths of its size; among
-         * equals weighted rendezvous hashing: the smallest -ln(u) / weight
-         * wins, u uniform in (0, 1) from the prefix and the server
-         */
-
-        full = 0;
-
-        for (i = 0; i < n; i++) {
-            if (cand[i].cached_blocks > full) {
-                full = cand[i].cached_blocks;
-            }
-
-            if (cand[i].capacity > full) {
-                full = cand[i].capacity;
-            }
-        }
-
-        best_key = 0;
-        best_fill = 0;
-        best_held = 0;
-
-        for (i = 0; i < n; i++) {
-            held = (double) cand[i].prefixes
-                   / (cand[i].weight ? cand[i].weight : 1);
-
-            fill = full ? cand[i].cached_blocks * 8 / full : 0;
-            fill = fill > 7 ? 7 : fill;
-
-            key = kvr_policy_unit(kvr_policy_mix(cand[i].id_hash,
-                                                 demand->first_block));
-            key = -log(key) / (cand[i].weight ? cand[i].weight : 1);
-
-            if (best == n || held < best_held
-                || (held == best_held
-                    && (fill < best_fill
-                        || (fill == best_fill && key < best_key))))
-            {
-                best = i;
-                best_key = key;
-                best_fill = fill;
-                best_held = held;
-            }
-        }
-
-        best_load = kvr_policy_load(&cand[best]);
+        best = kvr_policy_home(cand, n, demand);
         *why = KVR_PICK_HOME;
     }
+
+    best_load = kvr_policy_load(&cand[best]);
 
     if (best_load <= min_load + conf->balance_abs
         || best_load <= min_load * conf->balance_rel)
     {
-        /*
-         * balanced enough to keep the prefix where it is, unless a server
-         * spread or more requests less busy has room for one more prefix: a
-         * copy there costs one prefill and evicts nothing worth keeping,
-         * so a prefix too hot for its servers spreads over idle ones
-         */
+        /* balanced enough to keep the prefix where it is, but... */
 
-        spare = n;
-
-        /*
-         * the fleet too must have room for another copy: while every
-         * prefix is still arriving, copies would take the places the
-         * later ones need
-         */
-
-        held_total = 0;
-        room_total = 0;
-
-        for (i = 0; i < n; i++) {
-            held_total += cand[i].prefixes;
-            room_total += cand[i].capacity;
-        }
-
-        if ((held_total + 1) * demand->blocks > room_total) {
-            return best;
-        }
-
-        /*
-         * and the prefix must be hot: more than one server's fair share of
-         * all recent routes; an even mix of many prefixes is only ever
-         * briefly imbalanced, and its copies would evict one another
-         */
-
-        if ((uint64_t) demand->share * n <= 1024) {
-            return best;
-        }
-
-        for (i = 0; i < n; i++) {
-            load = kvr_policy_load(&cand[i]);
-
-            if (i == best || conf->spread == 0
-                || load + conf->spread > best_load
-                || cand[i].capacity == 0
-                || (cand[i].overlap < max_overlap
-                    && kvr_policy_no_room(&cand[i], demand)))
-            {
-                continue;
-            }
-
-            if (spare == n || load < kvr_policy_load(&cand[spare])
-                || (load == kvr_policy_load(&cand[spare])
-                    && cand[i].overlap > cand[spare].overlap))
-            {
-                spare = i;
-            }
-        }
+        spare = kvr_policy_spare(conf, cand, n, demand, best, max_overlap);
 
         if (spare == n) {
             return best;
@@ -316,6 +203,183 @@ kvr_policy_pick_kvroute(const kvr_policy_conf_t *conf,
     }
 
     /* imbalanced: the least loaded, preferring longer overlap */
+
+    *why = KVR_PICK_LOAD;
+
+    return kvr_policy_least(cand, n, demand, min_load);
+}
+
+
+/* the least loaded of those holding the longest prefix */
+
+static size_t
+kvr_policy_longest(const kvr_candidate_t *cand, size_t n,
+    const kvr_demand_t *demand, uint32_t max_overlap)
+{
+    size_t  i, best;
+    double  load, best_load;
+
+    best = n;
+    best_load = 0;
+
+    for (i = 0; i < n; i++) {
+        if (cand[i].overlap != max_overlap) {
+            continue;
+        }
+
+        load = kvr_policy_load(&cand[i]);
+
+        if (best == n || load < best_load
+            || (load == best_load
+                && kvr_policy_mix(cand[i].id_hash, demand->random)
+                   < kvr_policy_mix(cand[best].id_hash, demand->random)))
+        {
+            best = i;
+            best_load = load;
+        }
+    }
+
+    return best;
+}
+
+
+/*
+ * A new prefix's home: the server holding the fewest prefixes per unit of
+ * weight, so prefixes partition evenly (one too many on a server evicts
+ * another); then the emptiest cache, in eighths of its size; among equals
+ * weighted rendezvous hashing: the smallest -ln(u) / weight wins, u
+ * uniform in (0, 1) from the prefix and the server.
+ */
+
+static size_t
+kvr_policy_home(const kvr_candidate_t *cand, size_t n,
+    const kvr_demand_t *demand)
+{
+    size_t    i, best;
+    double    key, best_key, held, best_held;
+    uint64_t  full, fill, best_fill;
+
+    full = 0;
+
+    for (i = 0; i < n; i++) {
+        if (cand[i].cached_blocks > full) {
+            full = cand[i].cached_blocks;
+        }
+
+        if (cand[i].capacity > full) {
+            full = cand[i].capacity;
+        }
+    }
+
+    best = n;
+    best_key = 0;
+    best_fill = 0;
+    best_held = 0;
+
+    for (i = 0; i < n; i++) {
+        held = (double) cand[i].prefixes
+               / (cand[i].weight ? cand[i].weight : 1);
+
+        fill = full ? cand[i].cached_blocks * 8 / full : 0;
+        fill = fill > 7 ? 7 : fill;
+
+        key = kvr_policy_unit(kvr_policy_mix(cand[i].id_hash,
+                                             demand->first_block));
+        key = -log(key) / (cand[i].weight ? cand[i].weight : 1);
+
+        if (best == n || held < best_held
+            || (held == best_held
+                && (fill < best_fill
+                    || (fill == best_fill && key < best_key))))
+        {
+            best = i;
+            best_key = key;
+            best_fill = fill;
+            best_held = held;
+        }
+    }
+
+    return best;
+}
+
+
+/*
+ * Balanced: the prefix stays on best unless a server spread or more
+ * requests less busy has room for one more prefix: a copy there costs one
+ * prefill and evicts nothing worth keeping, so a prefix too hot for its
+ * servers spreads over idle ones.  That server, or n for none.
+ */
+
+static size_t
+kvr_policy_spare(const kvr_policy_conf_t *conf, const kvr_candidate_t *cand,
+    size_t n, const kvr_demand_t *demand, size_t best, uint32_t max_overlap)
+{
+    size_t    i, spare;
+    double    load, best_load;
+    uint64_t  held_total, room_total;
+
+    /*
+     * the fleet too must have room for another copy: while every
+     * prefix is still arriving, copies would take the places the
+     * later ones need
+     */
+
+    held_total = 0;
+    room_total = 0;
+
+    for (i = 0; i < n; i++) {
+        held_total += cand[i].prefixes;
+        room_total += cand[i].capacity;
+    }
+
+    if ((held_total + 1) * demand->blocks > room_total) {
+        return n;
+    }
+
+    /*
+     * and the prefix must be hot: more than one server's fair share of
+     * all recent routes; an even mix of many prefixes is only ever
+     * briefly imbalanced, and its copies would evict one another
+     */
+
+    if ((uint64_t) demand->share * n <= 1024) {
+        return n;
+    }
+
+    best_load = kvr_policy_load(&cand[best]);
+    spare = n;
+
+    for (i = 0; i < n; i++) {
+        load = kvr_policy_load(&cand[i]);
+
+        if (i == best || conf->spread == 0
+            || load + conf->spread > best_load
+            || cand[i].capacity == 0
+            || (cand[i].overlap < max_overlap
+                && kvr_policy_no_room(&cand[i], demand)))
+        {
+            continue;
+        }
+
+        if (spare == n || load < kvr_policy_load(&cand[spare])
+            || (load == kvr_policy_load(&cand[spare])
+                && cand[i].overlap > cand[spare].overlap))
+        {
+            spare = i;
+        }
+    }
+
+    return spare;
+}
+
+
+/* imbalanced: the least loaded, preferring longer overlap */
+
+static size_t
+kvr_policy_least(const kvr_candidate_t *cand, size_t n,
+    const kvr_demand_t *demand, double min_load)
+{
+    size_t  i, least;
 
     least = n;
 
@@ -332,8 +396,6 @@ kvr_policy_pick_kvroute(const kvr_policy_conf_t *conf,
             least = i;
         }
     }
-
-    *why = KVR_PICK_LOAD;
 
     return least;
 }
