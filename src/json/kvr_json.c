@@ -1,7 +1,8 @@
 /*
  * Copyright (C) kvroute developers
  *
- * The JSON parser and its accessors (interface in kvr_json.h).
+ * The JSON parser (interface in kvr_json.h); reading a parsed document is
+ * kvr_json_get.c's.
  *
  * Speed: string content is skipped eight bytes at a time (a word holding
  * no '"', '\\', control or non-ASCII byte is plain text), non-ASCII runs
@@ -30,7 +31,15 @@
 #endif
 
 #include "kvr_json.h"
+#include "kvr_json_int.h"
 
+
+/* the pass's helpers: inline, whatever the compiler's estimate */
+#if defined(__GNUC__)
+#define kvr_json_inline  inline __attribute__((always_inline))
+#else
+#define kvr_json_inline  inline
+#endif
 
 #define KVR_JSON_ONES   0x0101010101010101ull
 #define KVR_JSON_HIGHS  0x8080808080808080ull
@@ -43,17 +52,44 @@ typedef struct {
 } kvr_json_open_t;
 
 
-/* a cursor yielding the decoded bytes of a string node */
+/* where the pass goes next (kvr_json_run) */
+typedef enum {
+    KVR_JSON_S_VALUE = 0,
+    KVR_JSON_S_KEY,
+    KVR_JSON_S_CLOSE,
+    KVR_JSON_S_NEXT,        /* a value is complete */
+    KVR_JSON_S_BAD,         /* a byte the grammar does not allow here */
+    KVR_JSON_S_FAIL         /* the input ends early, or err is set */
+} kvr_json_state_e;
+
+
+/* the state of the one pass (kvr_json_run) */
 typedef struct {
-    const unsigned char *p;
-    const unsigned char *end;
-    unsigned char        buf[4];
-    unsigned             n;
-    unsigned             i;
-} kvr_json_cursor_t;
+    kvr_json_doc_t       *doc;
+    kvr_json_node_t      *nodes;        /* doc's */
+    uint32_t              cap;          /* doc's */
+    const unsigned char  *base;
+    const unsigned char  *e;
+    unsigned              flags;
+    uint32_t              n;            /* nodes written */
+    uint32_t              depth;        /* containers open */
+    int                   roomy;        /* room for any valid document */
+    int                   overflow;     /* validating on in the last slot */
+    kvr_json_status_e     err;
+    kvr_json_open_t      *opened;       /* open containers, innermost last */
+} kvr_json_pass_t;
 
 
 static kvr_json_status_e kvr_json_run(kvr_json_doc_t *doc, unsigned flags);
+static kvr_json_status_e kvr_json_end(kvr_json_pass_t *ps,
+    const unsigned char *p);
+static kvr_json_inline kvr_json_state_e kvr_json_then(kvr_json_pass_t *ps,
+    const unsigned char **pp, int first);
+static kvr_json_inline kvr_json_state_e kvr_json_open(kvr_json_pass_t *ps,
+    kvr_json_node_t *node, const unsigned char **pp);
+static kvr_json_inline const unsigned char *kvr_json_literal(
+    const unsigned char *p, const unsigned char *e, unsigned flags,
+    uint32_t *info, kvr_json_status_e *err);
 static const unsigned char *kvr_json_string(const unsigned char *p,
     const unsigned char *e, uint32_t *info, kvr_json_status_e *err);
 #if (KVR_JSON_AVX2)
@@ -64,17 +100,12 @@ static const unsigned char *kvr_json_utf8(const unsigned char *p,
     const unsigned char *e);
 static const unsigned char *kvr_json_escape(const unsigned char *p,
     const unsigned char *e);
-static int kvr_json_hex4(const unsigned char *p, uint32_t *cp);
 static const unsigned char *kvr_json_number(const unsigned char *p,
     const unsigned char *e, uint32_t *info);
 static int kvr_json_number_fits(const unsigned char *p, size_t len,
     uint32_t info);
 static kvr_json_status_e kvr_json_bad_byte(const unsigned char *p,
     const unsigned char *e);
-static void kvr_json_cursor_init(kvr_json_cursor_t *c,
-    const kvr_json_doc_t *doc, uint32_t i);
-static int kvr_json_cursor_next(kvr_json_cursor_t *c);
-static size_t kvr_json_utf8_put(unsigned char *out, uint32_t cp);
 
 
 /* JSON whitespace: space, tab, line feed, carriage return */
@@ -221,286 +252,391 @@ kvr_json_status_name(kvr_json_status_e status)
 }
 
 
-/* the one pass: values, then what may follow them in their container */
-static kvr_json_status_e
-kvr_json_run(kvr_json_doc_t *doc, unsigned flags)
+static kvr_json_inline const unsigned char *
+kvr_json_skip_ws(const unsigned char *p, const unsigned char *e)
 {
-    int                   roomy, overflow;
-    uint32_t              n, cap, info, depth;
-    kvr_json_node_t      *node;
-    kvr_json_status_e     err;
-    const unsigned char  *base, *p, *e, *q;
-    kvr_json_open_t       opened[KVR_JSON_MAX_DEPTH];
-
-    base = (const unsigned char *) doc->input;
-    p = base;
-    e = base + doc->len;
-    n = 0;
-    cap = doc->cap;
-    depth = 0;
-    err = KVR_JSON_ERR_SYNTAX;
-    roomy = (cap > 0 && cap >= doc->len / 2 + 2);
-    overflow = 0;
-
-value:
-
     while (p < e && kvr_json_ws[*p]) {
         p++;
     }
 
-    if (p == e) {
-        goto failed;
-    }
+    return p;
+}
 
-    if (n == cap) {
-        if (!roomy) {
-            err = KVR_JSON_ERR_TOO_BIG;
-            goto failed;
+
+/*
+ * The next node, at p.  When every slot is taken: a valid document fits
+ * len / 2 + 2 nodes, so in a roomy array this one is invalid, and
+ * validating goes on into the last slot to find out why; else the
+ * document is too big (NULL).
+ */
+static kvr_json_inline kvr_json_node_t *
+kvr_json_node(kvr_json_pass_t *ps, const unsigned char *p)
+{
+    kvr_json_node_t  *node;
+
+    if (ps->n == ps->cap) {
+        if (!ps->roomy) {
+            ps->err = KVR_JSON_ERR_TOO_BIG;
+            return NULL;
         }
 
-        /*
-         * a valid document fits len / 2 + 2 nodes: this one is invalid,
-         * go on validating into the last slot to find out why
-         */
-        overflow = 1;
-        n = cap - 1;
+        ps->overflow = 1;
+        ps->n--;
     }
 
-    node = &doc->nodes[n];
-    node->off = (uint32_t) (p - base);
+    node = &ps->nodes[ps->n];
+    node->off = (uint32_t) (p - ps->base);
+
+    return node;
+}
+
+
+/*
+ * A value at *pp, after white space.  A scalar becomes a node (*pp moves
+ * past it, KVR_JSON_S_NEXT); an object or an array is opened.
+ */
+static kvr_json_inline kvr_json_state_e
+kvr_json_value(kvr_json_pass_t *ps, const unsigned char **pp)
+{
+    uint32_t              info;
+    kvr_json_node_t      *node;
+    const unsigned char  *p, *q;
+
+    p = kvr_json_skip_ws(*pp, ps->e);
+    *pp = p;
+
+    if (p == ps->e) {
+        return KVR_JSON_S_FAIL;
+    }
+
+    node = kvr_json_node(ps, p);
+    if (node == NULL) {
+        return KVR_JSON_S_FAIL;
+    }
 
     switch (*p) {
 
     case '"':
-        q = kvr_json_string(p, e, &info, &err);
+        q = kvr_json_string(p, ps->e, &info, &ps->err);
         if (q == NULL) {
-            goto failed;
+            return KVR_JSON_S_FAIL;
         }
 
         break;
 
     case '{':
     case '[':
-        if (depth >= KVR_JSON_MAX_DEPTH) {
-            err = KVR_JSON_ERR_DEPTH;
-            goto failed;
-        }
-
-        node->info = (*p == '{') ? KVR_JSON_OBJECT : KVR_JSON_ARRAY;
-        opened[depth].node = n;
-        opened[depth].count = 0;
-        opened[depth].object = (node->info == KVR_JSON_OBJECT);
-        depth++;
-        n++;
-        p++;
-
-        while (p < e && kvr_json_ws[*p]) {
-            p++;
-        }
-
-        if (p == e) {
-            goto failed;
-        }
-
-        if (node->info == KVR_JSON_OBJECT) {
-            if (*p == '}') {
-                goto close;
-            }
-
-            goto key;
-        }
-
-        if (*p == ']') {
-            goto close;
-        }
-
-        goto value;
-
-    case 't':
-        if (e - p < 4 || memcmp(p, "true", 4) != 0) {
-            goto bad_byte;
-        }
-
-        q = p + 4;
-        info = KVR_JSON_TRUE;
-        break;
-
-    case 'f':
-        if (e - p < 5 || memcmp(p, "false", 5) != 0) {
-            goto bad_byte;
-        }
-
-        q = p + 5;
-        info = KVR_JSON_FALSE;
-        break;
-
-    case 'n':
-        if (e - p < 4 || memcmp(p, "null", 4) != 0) {
-            goto bad_byte;
-        }
-
-        q = p + 4;
-        info = KVR_JSON_NULL;
-        break;
+        return kvr_json_open(ps, node, pp);
 
     default:
-        q = kvr_json_number(p, e, &info);
+        q = kvr_json_literal(p, ps->e, ps->flags, &info, &ps->err);
         if (q == NULL) {
-            goto bad_byte;
+            return KVR_JSON_S_FAIL;
         }
-
-        if ((flags & KVR_JSON_NUMBER_RANGE)
-            && !kvr_json_number_fits(p, q - p, info))
-        {
-            err = KVR_JSON_ERR_NUMBER;
-            goto failed;
-        }
-
-        break;
     }
 
     /* as jansson: a bad token is reported before the depth */
-    if (depth >= KVR_JSON_MAX_DEPTH) {
-        err = KVR_JSON_ERR_DEPTH;
-        goto failed;
+    if (ps->depth >= KVR_JSON_MAX_DEPTH) {
+        ps->err = KVR_JSON_ERR_DEPTH;
+        return KVR_JSON_S_FAIL;
     }
 
     node->len = (uint32_t) (q - p);
-    node->end = n + 1;
+    node->end = ps->n + 1;
     node->info = info;
-    n++;
-    p = q;
+    ps->n++;
+    *pp = q;
 
-next:
+    return KVR_JSON_S_NEXT;
+}
 
-    if (depth == 0) {
-        goto done;
+
+/* the object or array node at *pp is opened; what its first byte is */
+static kvr_json_inline kvr_json_state_e
+kvr_json_open(kvr_json_pass_t *ps, kvr_json_node_t *node,
+    const unsigned char **pp)
+{
+    kvr_json_open_t  *open;
+
+    if (ps->depth >= KVR_JSON_MAX_DEPTH) {
+        ps->err = KVR_JSON_ERR_DEPTH;
+        return KVR_JSON_S_FAIL;
     }
 
-    opened[depth - 1].count++;
+    open = &ps->opened[ps->depth++];
+    open->object = (**pp == '{');
+    open->node = ps->n++;
+    open->count = 0;
+    node->info = open->object ? KVR_JSON_OBJECT : KVR_JSON_ARRAY;
 
-    while (p < e && kvr_json_ws[*p]) {
-        p++;
+    (*pp)++;
+
+    return kvr_json_then(ps, pp, 1);
+}
+
+
+/*
+ * Inside the innermost open container, just after its opening bracket
+ * (first) or after one of its values: its closing bracket, or (after a
+ * value, a comma and) a member's name or an element.  *pp is moved to that
+ * byte, or to where the grammar fails (KVR_JSON_S_BAD there,
+ * KVR_JSON_S_FAIL at the end of the input).
+ */
+static kvr_json_inline kvr_json_state_e
+kvr_json_then(kvr_json_pass_t *ps, const unsigned char **pp, int first)
+{
+    int                   object;
+    const unsigned char  *p;
+
+    object = ps->opened[ps->depth - 1].object;
+
+    p = kvr_json_skip_ws(*pp, ps->e);
+    *pp = p;
+
+    if (p == ps->e) {
+        return KVR_JSON_S_FAIL;
     }
 
-    if (p == e) {
-        goto failed;
+    if (*p == (object ? '}' : ']')) {
+        return KVR_JSON_S_CLOSE;
     }
 
-    if (*p == ',') {
-        p++;
-
-        if (opened[depth - 1].object) {
-            while (p < e && kvr_json_ws[*p]) {
-                p++;
-            }
-
-            if (p == e) {
-                goto failed;
-            }
-
-            goto key;
-        }
-
-        goto value;
+    if (first) {
+        return object ? KVR_JSON_S_KEY : KVR_JSON_S_VALUE;
     }
 
-    if (*p == (opened[depth - 1].object ? '}' : ']')) {
-        goto close;
+    if (*p != ',') {
+        return KVR_JSON_S_BAD;
     }
 
-    goto bad_byte;
+    if (!object) {
+        *pp = p + 1;
+        return KVR_JSON_S_VALUE;
+    }
 
-key:
+    p = kvr_json_skip_ws(p + 1, ps->e);
+    *pp = p;
 
-    /* p is at a non-space byte that must open the member's name */
+    return (p == ps->e) ? KVR_JSON_S_FAIL : KVR_JSON_S_KEY;
+}
+
+
+/*
+ * A member's name at *pp (a non-space byte), its node, then its ':'.  *pp
+ * is moved past the colon (KVR_JSON_S_VALUE), or to where the grammar
+ * fails (KVR_JSON_S_BAD), or stays or goes to the end with err set
+ * (KVR_JSON_S_FAIL).
+ */
+static kvr_json_inline kvr_json_state_e
+kvr_json_member(kvr_json_pass_t *ps, const unsigned char **pp)
+{
+    uint32_t              info;
+    kvr_json_node_t      *node;
+    const unsigned char  *p, *q;
+
+    p = *pp;
+
     if (*p != '"') {
-        goto bad_byte;
+        return KVR_JSON_S_BAD;
     }
 
-    if (n == cap) {
-        if (!roomy) {
-            err = KVR_JSON_ERR_TOO_BIG;
-            goto failed;
-        }
-
-        /*
-         * a valid document fits len / 2 + 2 nodes: this one is invalid,
-         * go on validating into the last slot to find out why
-         */
-        overflow = 1;
-        n = cap - 1;
+    node = kvr_json_node(ps, p);
+    if (node == NULL) {
+        return KVR_JSON_S_FAIL;
     }
 
-    q = kvr_json_string(p, e, &info, &err);
+    q = kvr_json_string(p, ps->e, &info, &ps->err);
     if (q == NULL) {
-        goto failed;
+        return KVR_JSON_S_FAIL;
     }
 
-    node = &doc->nodes[n];
-    node->off = (uint32_t) (p - base);
     node->len = (uint32_t) (q - p);
-    node->end = n + 1;
+    node->end = ps->n + 1;
     node->info = info;
-    n++;
-    p = q;
+    ps->n++;
 
-    while (p < e && kvr_json_ws[*p]) {
-        p++;
-    }
+    p = kvr_json_skip_ws(q, ps->e);
+    *pp = p;
 
-    if (p == e) {
-        goto failed;
+    if (p == ps->e) {
+        return KVR_JSON_S_FAIL;
     }
 
     if (*p != ':') {
-        goto bad_byte;
+        return KVR_JSON_S_BAD;
     }
 
-    p++;
-    goto value;
+    *pp = p + 1;
 
-close:
+    return KVR_JSON_S_VALUE;
+}
 
-    /* p is at the closing bracket of the innermost open container */
-    depth--;
-    node = &doc->nodes[opened[depth].node];
-    node->len = (uint32_t) (p + 1 - base) - node->off;
-    node->end = n;
-    node->info |= opened[depth].count << KVR_JSON_COUNT_SHIFT;
-    p++;
-    goto next;
 
-done:
+/* p is at the closing bracket of the innermost open container */
+static kvr_json_inline void
+kvr_json_close(kvr_json_pass_t *ps, const unsigned char *p)
+{
+    kvr_json_open_t  *open;
+    kvr_json_node_t  *node;
 
-    while (p < e && kvr_json_ws[*p]) {
-        p++;
+    open = &ps->opened[--ps->depth];
+    node = &ps->nodes[open->node];
+    node->len = (uint32_t) (p + 1 - ps->base) - node->off;
+    node->end = ps->n;
+    node->info |= open->count << KVR_JSON_COUNT_SHIFT;
+}
+
+
+/*
+ * true, false, null or a number at p: returns the byte after it and its
+ * info, or NULL with err set (the class of a bad byte as jansson has it)
+ */
+static kvr_json_inline const unsigned char *
+kvr_json_literal(const unsigned char *p, const unsigned char *e,
+    unsigned flags, uint32_t *info, kvr_json_status_e *err)
+{
+    const unsigned char  *q;
+
+    switch (*p) {
+
+    case 't':
+        if (e - p < 4 || memcmp(p, "true", 4) != 0) {
+            break;
+        }
+
+        *info = KVR_JSON_TRUE;
+        return p + 4;
+
+    case 'f':
+        if (e - p < 5 || memcmp(p, "false", 5) != 0) {
+            break;
+        }
+
+        *info = KVR_JSON_FALSE;
+        return p + 5;
+
+    case 'n':
+        if (e - p < 4 || memcmp(p, "null", 4) != 0) {
+            break;
+        }
+
+        *info = KVR_JSON_NULL;
+        return p + 4;
+
+    default:
+        q = kvr_json_number(p, e, info);
+        if (q == NULL) {
+            break;
+        }
+
+        if ((flags & KVR_JSON_NUMBER_RANGE)
+            && !kvr_json_number_fits(p, q - p, *info))
+        {
+            *err = KVR_JSON_ERR_NUMBER;
+            return NULL;
+        }
+
+        return q;
     }
 
-    if (p != e) {
-        goto bad_byte;
+    *err = kvr_json_bad_byte(p, e);
+
+    return NULL;
+}
+
+
+/*
+ * The one pass: a state machine over the bytes (no recursion; the open
+ * containers are on a stack), each state a forced-inline function above,
+ * so that the pass, the request path's inner loop, keeps its state in
+ * registers.
+ */
+static kvr_json_status_e
+kvr_json_run(kvr_json_doc_t *doc, unsigned flags)
+{
+    kvr_json_pass_t       ps;
+    kvr_json_state_e      state;
+    const unsigned char  *p;
+    kvr_json_open_t       opened[KVR_JSON_MAX_DEPTH];
+
+    ps.doc = doc;
+    ps.nodes = doc->nodes;
+    ps.cap = doc->cap;
+    ps.base = (const unsigned char *) doc->input;
+    ps.e = ps.base + doc->len;
+    ps.flags = flags;
+    ps.n = 0;
+    ps.depth = 0;
+    ps.roomy = (doc->cap > 0 && doc->cap >= doc->len / 2 + 2);
+    ps.overflow = 0;
+    ps.err = KVR_JSON_ERR_SYNTAX;
+    ps.opened = opened;
+
+    p = ps.base;
+    state = KVR_JSON_S_VALUE;
+
+    for ( ;; ) {
+
+        switch (state) {
+
+        case KVR_JSON_S_VALUE:
+            state = kvr_json_value(&ps, &p);
+            break;
+
+        case KVR_JSON_S_KEY:
+            state = kvr_json_member(&ps, &p);
+            break;
+
+        case KVR_JSON_S_CLOSE:
+            kvr_json_close(&ps, p);
+            p++;
+
+            /* fall through */
+
+        case KVR_JSON_S_NEXT:
+            if (ps.depth == 0) {
+                return kvr_json_end(&ps, p);
+            }
+
+            ps.opened[ps.depth - 1].count++;
+            state = kvr_json_then(&ps, &p, 0);
+            break;
+
+        case KVR_JSON_S_BAD:
+            ps.err = kvr_json_bad_byte(p, ps.e);
+
+            /* fall through */
+
+        default:
+            /* strings report their own position through err only */
+            doc->err_off = (size_t) (p - ps.base);
+            return ps.err;
+        }
+    }
+}
+
+
+/* the top value is complete: nothing but white space may follow */
+static kvr_json_status_e
+kvr_json_end(kvr_json_pass_t *ps, const unsigned char *p)
+{
+    p = kvr_json_skip_ws(p, ps->e);
+
+    if (p != ps->e) {
+        ps->err = kvr_json_bad_byte(p, ps->e);
+        ps->doc->err_off = (size_t) (p - ps->base);
+        return ps->err;
     }
 
-    if (overflow) {
+    if (ps->overflow) {
         /* cannot happen, by the bound above; never pass bad nodes on */
-        err = KVR_JSON_ERR_TOO_BIG;
-        goto failed;
+        ps->doc->err_off = (size_t) (p - ps->base);
+        return KVR_JSON_ERR_TOO_BIG;
     }
 
-    doc->n_nodes = n;
+    ps->doc->n_nodes = ps->n;
 
     return KVR_JSON_OK;
-
-bad_byte:
-
-    err = kvr_json_bad_byte(p, e);
-
-failed:
-
-    /* strings report their own position through err only: good enough */
-    doc->err_off = (size_t) (p - base);
-
-    return err;
 }
 
 
@@ -803,37 +939,6 @@ kvr_json_escape(const unsigned char *p, const unsigned char *e)
 }
 
 
-static int
-kvr_json_hex4(const unsigned char *p, uint32_t *cp)
-{
-    unsigned  i, c;
-    uint32_t  v;
-
-    v = 0;
-    *cp = 0;
-
-    for (i = 0; i < 4; i++) {
-        c = p[i];
-
-        if (c >= '0' && c <= '9') {
-            c -= '0';
-
-        } else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') {
-            c = (c | 0x20) - 'a' + 10;
-
-        } else {
-            return -1;
-        }
-
-        v = (v << 4) | c;
-    }
-
-    *cp = v;
-
-    return 0;
-}
-
-
 /*
  * -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? from p; returns the byte
  * after it or NULL.  A digit right after a leading 0 ends the number: the
@@ -1046,361 +1151,3 @@ kvr_json_bad_byte(const unsigned char *p, const unsigned char *e)
 }
 
 
-uint32_t
-kvr_json_find(const kvr_json_doc_t *doc, uint32_t obj, const char *key,
-    size_t key_len)
-{
-    uint32_t                k, end, found;
-    const kvr_json_node_t  *node;
-
-    if (obj >= doc->n_nodes || kvr_json_type(doc, obj) != KVR_JSON_OBJECT) {
-        return 0;
-    }
-
-    found = 0;
-    end = doc->nodes[obj].end;
-
-    for (k = obj + 1; k < end; k = doc->nodes[k + 1].end) {
-        node = &doc->nodes[k];
-
-        if (node->info & KVR_JSON_ESCAPED) {
-            if (kvr_json_string_eq(doc, k, key, key_len)) {
-                found = k + 1;
-            }
-
-            continue;
-        }
-
-        if (node->len - 2 == key_len
-            && memcmp(doc->input + node->off + 1, key, key_len) == 0)
-        {
-            found = k + 1;
-        }
-    }
-
-    return found;
-}
-
-
-int
-kvr_json_string_eq(const kvr_json_doc_t *doc, uint32_t i, const char *s,
-    size_t n)
-{
-    int                     c;
-    size_t                  j;
-    kvr_json_cursor_t       cur;
-    const kvr_json_node_t  *node;
-
-    node = &doc->nodes[i];
-
-    if ((node->info & KVR_JSON_TYPE_MASK) != KVR_JSON_STRING) {
-        return 0;
-    }
-
-    if (!(node->info & KVR_JSON_ESCAPED)) {
-        return node->len - 2 == n
-               && memcmp(doc->input + node->off + 1, s, n) == 0;
-    }
-
-    /* escapes only shrink the text */
-    if (n > node->len - 2) {
-        return 0;
-    }
-
-    kvr_json_cursor_init(&cur, doc, i);
-
-    for (j = 0; j < n; j++) {
-        c = kvr_json_cursor_next(&cur);
-
-        if (c != (unsigned char) s[j]) {
-            return 0;
-        }
-    }
-
-    return kvr_json_cursor_next(&cur) < 0;
-}
-
-
-int
-kvr_json_string_cmp(const kvr_json_doc_t *doc, uint32_t a, uint32_t b)
-{
-    int                     ca, cb, rc;
-    size_t                  la, lb;
-    kvr_json_cursor_t       ka, kb;
-    const kvr_json_node_t  *na, *nb;
-
-    na = &doc->nodes[a];
-    nb = &doc->nodes[b];
-
-    if (!((na->info | nb->info) & KVR_JSON_ESCAPED)) {
-        la = na->len - 2;
-        lb = nb->len - 2;
-
-        /* names mostly differ at once: spare the call */
-        if (la > 0 && lb > 0) {
-            ca = (unsigned char) doc->input[na->off + 1];
-            cb = (unsigned char) doc->input[nb->off + 1];
-
-            if (ca != cb) {
-                return ca - cb;
-            }
-        }
-
-        rc = memcmp(doc->input + na->off + 1, doc->input + nb->off + 1,
-                    (la < lb) ? la : lb);
-
-        if (rc != 0) {
-            return rc;
-        }
-
-        return (la > lb) - (la < lb);
-    }
-
-    kvr_json_cursor_init(&ka, doc, a);
-    kvr_json_cursor_init(&kb, doc, b);
-
-    for ( ;; ) {
-        ca = kvr_json_cursor_next(&ka);
-        cb = kvr_json_cursor_next(&kb);
-
-        if (ca != cb || ca < 0) {
-            return (ca > cb) - (ca < cb);
-        }
-    }
-}
-
-
-size_t
-kvr_json_string_decode(const kvr_json_doc_t *doc, uint32_t i, char *buf,
-    size_t size)
-{
-    size_t                  n, run;
-    uint32_t                cp, lo;
-    unsigned char          *out;
-    const unsigned char    *p, *e, *bs;
-    const kvr_json_node_t  *node;
-
-    node = &doc->nodes[i];
-    p = (const unsigned char *) doc->input + node->off + 1;
-    e = p + node->len - 2;
-    out = (unsigned char *) buf;
-    n = 0;
-
-    for ( ;; ) {
-        bs = memchr(p, '\\', e - p);
-        run = (bs != NULL ? bs : e) - p;
-
-        if (run > size - n) {
-            return (size_t) -1;
-        }
-
-        memcpy(out + n, p, run);
-        n += run;
-
-        if (bs == NULL) {
-            return n;
-        }
-
-        p = bs + 1;
-
-        /* the parser validated the escape */
-        switch (*p) {
-
-        case 'b':
-            cp = '\b';
-            break;
-
-        case 'f':
-            cp = '\f';
-            break;
-
-        case 'n':
-            cp = '\n';
-            break;
-
-        case 'r':
-            cp = '\r';
-            break;
-
-        case 't':
-            cp = '\t';
-            break;
-
-        case 'u':
-            (void) kvr_json_hex4(p + 1, &cp);
-            p += 4;
-
-            if (cp >= 0xd800 && cp <= 0xdbff) {
-                (void) kvr_json_hex4(p + 3, &lo);
-                cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-                p += 6;
-            }
-
-            break;
-
-        default:
-            cp = *p;
-            break;
-        }
-
-        p++;
-
-        run = (cp < 0x80) ? 1 : (cp < 0x800) ? 2 : (cp < 0x10000) ? 3 : 4;
-
-        if (run > size - n) {
-            return (size_t) -1;
-        }
-
-        n += kvr_json_utf8_put(out + n, cp);
-    }
-}
-
-
-int
-kvr_json_uint32(const kvr_json_doc_t *doc, uint32_t i, uint32_t *value)
-{
-    size_t                  len, j;
-    uint64_t                v;
-    const char             *p;
-    const kvr_json_node_t  *node;
-
-    node = &doc->nodes[i];
-
-    if ((node->info & (KVR_JSON_TYPE_MASK | KVR_JSON_REAL))
-        != KVR_JSON_NUMBER)
-    {
-        return -1;
-    }
-
-    p = doc->input + node->off;
-    len = node->len;
-
-    if (p[0] == '-') {
-        /* only "-0" is in range; the grammar forbids "-00" */
-        if (len == 2 && p[1] == '0') {
-            *value = 0;
-            return 0;
-        }
-
-        return -1;
-    }
-
-    if (len > 10) {
-        return -1;
-    }
-
-    v = 0;
-
-    for (j = 0; j < len; j++) {
-        v = v * 10 + (uint64_t) (p[j] - '0');
-    }
-
-    if (v > UINT32_MAX) {
-        return -1;
-    }
-
-    *value = (uint32_t) v;
-
-    return 0;
-}
-
-
-static void
-kvr_json_cursor_init(kvr_json_cursor_t *c, const kvr_json_doc_t *doc,
-    uint32_t i)
-{
-    c->p = (const unsigned char *) doc->input + doc->nodes[i].off + 1;
-    c->end = c->p + doc->nodes[i].len - 2;
-    c->n = 0;
-    c->i = 0;
-}
-
-
-/* the next decoded byte, -1 at the end */
-static int
-kvr_json_cursor_next(kvr_json_cursor_t *c)
-{
-    uint32_t  cp, lo;
-
-    if (c->i < c->n) {
-        return c->buf[c->i++];
-    }
-
-    if (c->p >= c->end) {
-        return -1;
-    }
-
-    if (*c->p != '\\') {
-        return *c->p++;
-    }
-
-    c->p++;
-
-    switch (*c->p++) {
-
-    case 'b':
-        return '\b';
-
-    case 'f':
-        return '\f';
-
-    case 'n':
-        return '\n';
-
-    case 'r':
-        return '\r';
-
-    case 't':
-        return '\t';
-
-    case 'u':
-        break;
-
-    default:
-        return c->p[-1];
-    }
-
-    (void) kvr_json_hex4(c->p, &cp);
-    c->p += 4;
-
-    if (cp >= 0xd800 && cp <= 0xdbff) {
-        (void) kvr_json_hex4(c->p + 2, &lo);
-        cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-        c->p += 6;
-    }
-
-    c->n = (unsigned) kvr_json_utf8_put(c->buf, cp);
-    c->i = 1;
-
-    return c->buf[0];
-}
-
-
-static size_t
-kvr_json_utf8_put(unsigned char *out, uint32_t cp)
-{
-    if (cp < 0x80) {
-        out[0] = (unsigned char) cp;
-        return 1;
-    }
-
-    if (cp < 0x800) {
-        out[0] = (unsigned char) (0xc0 | (cp >> 6));
-        out[1] = (unsigned char) (0x80 | (cp & 0x3f));
-        return 2;
-    }
-
-    if (cp < 0x10000) {
-        out[0] = (unsigned char) (0xe0 | (cp >> 12));
-        out[1] = (unsigned char) (0x80 | ((cp >> 6) & 0x3f));
-        out[2] = (unsigned char) (0x80 | (cp & 0x3f));
-        return 3;
-    }
-
-    out[0] = (unsigned char) (0xf0 | (cp >> 18));
-    out[1] = (unsigned char) (0x80 | ((cp >> 12) & 0x3f));
-    out[2] = (unsigned char) (0x80 | ((cp >> 6) & 0x3f));
-    out[3] = (unsigned char) (0x80 | (cp & 0x3f));
-
-    return 4;
-}
