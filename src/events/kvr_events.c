@@ -230,24 +230,6 @@ kvr_events_status_name(kvr_events_status_e status)
 }
 
 
-/* kvr_mp_skip(), its error as the decoder's */
-const uint8_t *
-kvr_events_skip(const uint8_t *p, const uint8_t *end, uint32_t depth,
-    kvr_events_status_e *err)
-{
-    kvr_mp_status_e  rc;
-
-    p = kvr_mp_skip(p, end, depth, &rc);
-
-    if (p == NULL) {
-        *err = (rc == KVR_MP_ERR_DEPTH) ? KVR_EVENTS_ERR_DEPTH
-                                        : KVR_EVENTS_ERR_MSGPACK;
-    }
-
-    return p;
-}
-
-
 /*
  * The batch: the whole payload must be one, well-formed and within the
  * limits.  Fills ts and dp_rank and decodes the events into dec.
@@ -532,41 +514,6 @@ kvr_events_list(kvr_events_decoder_t *dec, const uint8_t *p,
     }
 
     return p;
-}
-
-
-/* room for need elements of size bytes, growing by doubling up to max */
-int
-kvr_events_reserve(void **buf, size_t *cap, size_t need, size_t size,
-    size_t max)
-{
-    size_t   n;
-    void    *p;
-
-    /* allocated even for none: arithmetic on a NULL base is undefined */
-    if (need <= *cap && *buf != NULL) {
-        return 0;
-    }
-
-    n = (*cap > 0) ? *cap : 64;
-
-    while (n < need) {
-        n *= 2;
-    }
-
-    if (n > max && need <= max) {
-        n = max;
-    }
-
-    p = realloc(*buf, n * size);
-    if (p == NULL) {
-        return -1;
-    }
-
-    *buf = p;
-    *cap = n;
-
-    return 0;
 }
 
 

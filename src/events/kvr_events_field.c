@@ -5,7 +5,8 @@
  * accepted): hashes, token ids (ints or SGLang's bigram pairs), ints and
  * strs or nil, SGLang's metadata map, vLLM's extra_keys.  A value of the
  * wrong form marks its field bad; kvr_events.c decides what that makes of
- * the event.
+ * the event.  Also the helpers both halves use: skipping a value, and
+ * growing the decoder's arrays.
  */
 
 #include <stdlib.h>
@@ -689,4 +690,57 @@ kvr_events_int(const uint8_t *p, const uint8_t *end, int64_t *value,
     }
 
     return NULL;
+}
+
+
+/* kvr_mp_skip(), its error as the decoder's */
+const uint8_t *
+kvr_events_skip(const uint8_t *p, const uint8_t *end, uint32_t depth,
+    kvr_events_status_e *err)
+{
+    kvr_mp_status_e  rc;
+
+    p = kvr_mp_skip(p, end, depth, &rc);
+
+    if (p == NULL) {
+        *err = (rc == KVR_MP_ERR_DEPTH) ? KVR_EVENTS_ERR_DEPTH
+                                        : KVR_EVENTS_ERR_MSGPACK;
+    }
+
+    return p;
+}
+
+
+/* room for need elements of size bytes, growing by doubling up to max */
+int
+kvr_events_reserve(void **buf, size_t *cap, size_t need, size_t size,
+    size_t max)
+{
+    size_t   n;
+    void    *p;
+
+    /* allocated even for none: arithmetic on a NULL base is undefined */
+    if (need <= *cap && *buf != NULL) {
+        return 0;
+    }
+
+    n = (*cap > 0) ? *cap : 64;
+
+    while (n < need) {
+        n *= 2;
+    }
+
+    if (n > max && need <= max) {
+        n = max;
+    }
+
+    p = realloc(*buf, n * size);
+    if (p == NULL) {
+        return -1;
+    }
+
+    *buf = p;
+    *cap = n;
+
+    return 0;
 }

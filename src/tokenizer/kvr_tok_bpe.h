@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kvr_tokenizer.h"
+#include "kvr_tok_types.h"
 
 
 typedef struct kvr_tok_bpe_s  kvr_tok_bpe_t;

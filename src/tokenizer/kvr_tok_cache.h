@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kvr_tokenizer.h"
+#include "kvr_tok_types.h"
 
 
 typedef struct kvr_tok_cache_s  kvr_tok_cache_t;
@@ -46,9 +46,6 @@ const uint32_t *kvr_tok_cache_get(kvr_tok_cache_t *c, const uint8_t *key,
  */
 int kvr_tok_cache_put(kvr_tok_cache_t *c, const uint8_t *key, size_t len,
     uint64_t hash, const uint32_t *ids, size_t n_ids);
-
-/* the tokenizer's own cache, NULL when off (tests) */
-kvr_tok_cache_t *kvr_tokenizer_segment_cache(kvr_tokenizer_t *tk);
 
 void kvr_tok_cache_stats(const kvr_tok_cache_t *c,
     kvr_tokenizer_cache_stats_t *st);

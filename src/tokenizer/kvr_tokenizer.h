@@ -19,16 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kvr_tok_types.h"
 
-/* encode status; 0 is success */
-#define KVR_TOK_OK             0
-#define KVR_TOK_BAD_UTF8      -1   /* input is not valid UTF-8 */
-#define KVR_TOK_TOO_LONG      -2   /* input longer than max_input */
-#define KVR_TOK_TOO_MANY      -3   /* more ids than the output allows */
-#define KVR_TOK_NO_MEMORY     -4
-#define KVR_TOK_REGEX         -5   /* regex engine gave up (limits) */
-#define KVR_TOK_NORMALIZE     -6   /* utf8proc failed */
-#define KVR_TOK_CACHE_DIFFERS -7   /* check mode: a cache hit was wrong */
 
 /* segment cache defaults: segments of at least 128 bytes, 4 MB a process */
 #define KVR_TOK_SEGMENT_MIN       128
@@ -36,15 +28,6 @@
 
 
 typedef struct kvr_tokenizer_s  kvr_tokenizer_t;
-
-
-/* a growable array of token ids, never longer than max */
-typedef struct {
-    uint32_t  *ids;
-    size_t     n;
-    size_t     cap;
-    size_t     max;
-} kvr_ids_t;
 
 
 /*
@@ -90,28 +73,12 @@ int kvr_tokenizer_set_segment_cache(kvr_tokenizer_t *tk, size_t min_len,
 void kvr_tokenizer_set_cache_check(kvr_tokenizer_t *tk, int on);
 
 
-typedef struct {
-    size_t    entries;
-    size_t    bytes;        /* counted memory of the entries */
-    size_t    max_bytes;
-    uint64_t  hits;
-    uint64_t  misses;
-    uint64_t  evictions;
-} kvr_tokenizer_cache_stats_t;
-
+/* the tokenizer's own segment cache, NULL when off (tests) */
+struct kvr_tok_cache_s *kvr_tokenizer_segment_cache(kvr_tokenizer_t *tk);
 
 /* all zero when the cache is off */
 void kvr_tokenizer_cache_stats(const kvr_tokenizer_t *tk,
     kvr_tokenizer_cache_stats_t *st);
-
-/* appends n ids; as many as fit and KVR_TOK_TOO_MANY when over max */
-int kvr_ids_append(kvr_ids_t *out, const uint32_t *ids, size_t n);
-
-/* ids arrays: init with a maximum count, reset keeps the memory */
-void kvr_ids_init(kvr_ids_t *out, size_t max);
-int kvr_ids_push(kvr_ids_t *out, uint32_t id);
-void kvr_ids_reset(kvr_ids_t *out);
-void kvr_ids_free(kvr_ids_t *out);
 
 
 #endif /* _KVR_TOKENIZER_H_INCLUDED_ */
