@@ -285,16 +285,25 @@ size_t kvr_jutf8_offset(const char *s, size_t len, size_t cp_index);
 int kvr_jpy_space(uint32_t cp);
 int kvr_jpy_space_at(const char *s, size_t len, size_t pos, size_t *clen);
 
-/* evaluator */
-kvr_jv_t kvr_jeval(kvr_jinja_render_t *r, kvr_jscope_t *sc, kvr_jn_t *n);
+/* iteration, and the work bound every step counts against */
+kvr_jlist_t *kvr_jiter(kvr_jinja_render_t *r, kvr_jv_t v);
+void kvr_jstep(kvr_jinja_render_t *r, uint64_t n);
+
+/* attributes, items and slices (kvr_jinja_access.c) */
 kvr_jv_t kvr_jgetattr(kvr_jinja_render_t *r, kvr_jv_t obj, const char *name,
     size_t len);
 kvr_jv_t kvr_jgetitem(kvr_jinja_render_t *r, kvr_jv_t obj, kvr_jv_t key);
+kvr_jv_t kvr_jslice(kvr_jinja_render_t *r, kvr_jv_t obj, kvr_jv_t *part);
+
+/* operators (kvr_jinja_op.c): KVR_JOP_* */
+kvr_jv_t kvr_jbinop(kvr_jinja_render_t *r, int op, kvr_jv_t a, kvr_jv_t b);
+int kvr_jcompare(kvr_jinja_render_t *r, int op, kvr_jv_t a, kvr_jv_t b);
+
+/* evaluator */
+kvr_jv_t kvr_jeval(kvr_jinja_render_t *r, kvr_jscope_t *sc, kvr_jn_t *n);
 kvr_jv_t kvr_jcall(kvr_jinja_render_t *r, kvr_jv_t fn, kvr_jv_t *args,
     uint32_t nargs, const char **kwn, uint32_t *kwl, kvr_jv_t *kwv,
     uint32_t nkw);
-kvr_jlist_t *kvr_jiter(kvr_jinja_render_t *r, kvr_jv_t v);
-void kvr_jstep(kvr_jinja_render_t *r, uint64_t n);
 
 /* builtins: ids looked up at compile time (-1 when unknown) */
 int kvr_jfilter_id(const char *name, size_t len);

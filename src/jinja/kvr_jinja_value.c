@@ -1300,3 +1300,64 @@ kvr_jv_write_json(kvr_jinja_render_t *r, kvr_jsink_t *s, kvr_jv_t v,
                   "serializable", kvr_jv_type_name(v));
     }
 }
+
+
+/* the render's work bound: every loop step and call counts */
+void
+kvr_jstep(kvr_jinja_render_t *r, uint64_t n)
+{
+    r->steps += n;
+    if (r->steps > r->limits.max_steps) {
+        kvr_jfail(r, KVR_JINJA_LIMIT, "more than %llu steps",
+                  (unsigned long long) r->limits.max_steps);
+    }
+}
+
+
+/* iteration: a list view of what python would iterate over */
+kvr_jlist_t *
+kvr_jiter(kvr_jinja_render_t *r, kvr_jv_t v)
+{
+    kvr_jlist_t  *l;
+    size_t        i, start;
+    uint32_t      k;
+
+    switch (v.type) {
+
+    case KVR_JV_LIST:
+        if (v.flags & KVR_JV_GEN) {
+            if (v.u.list->consumed) {
+                kvr_jfail(r, KVR_JINJA_UNSUPPORTED, "a generator iterated "
+                          "twice");
+            }
+            v.u.list->consumed = 1;
+        }
+        return v.u.list;
+
+    case KVR_JV_UNDEF:
+        return kvr_jlist_new(r, 0);
+
+    case KVR_JV_DICT:
+        l = kvr_jlist_new(r, v.u.dict->n);
+        for (k = 0; k < v.u.dict->n; k++) {
+            l->items[l->n++] = v.u.dict->keys[k];
+        }
+        return l;
+
+    case KVR_JV_STR:
+        l = kvr_jlist_new(r, kvr_jutf8_count(v.u.s, v.len));
+        for (i = 0; i < v.len; ) {
+            start = i;
+            kvr_jutf8_next(v.u.s, v.len, &i);
+            l->items[l->n++] = kvr_jv_str(v.u.s + start, i - start);
+        }
+        return l;
+
+    case KVR_JV_LOOP:
+        kvr_jfail(r, KVR_JINJA_UNSUPPORTED, "iterating a loop object");
+
+    default:
+        kvr_jfail(r, KVR_JINJA_ERROR, "'%s' object is not iterable",
+                  kvr_jv_type_name(v));
+    }
+}
