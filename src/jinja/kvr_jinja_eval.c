@@ -25,6 +25,18 @@
 
 
 static int kvr_jexec(kvr_jinja_render_t *r, kvr_jscope_t *sc, kvr_jn_t *n);
+static kvr_jv_t kvr_jeval_slice(kvr_jinja_render_t *r, kvr_jscope_t *sc,
+    kvr_jn_t *n);
+static kvr_jv_t kvr_jeval_binop(kvr_jinja_render_t *r, kvr_jscope_t *sc,
+    kvr_jn_t *n);
+static kvr_jv_t kvr_jeval_sign(kvr_jinja_render_t *r, kvr_jscope_t *sc,
+    kvr_jn_t *n);
+static kvr_jv_t kvr_jeval_compare(kvr_jinja_render_t *r, kvr_jscope_t *sc,
+    kvr_jn_t *n);
+static kvr_jv_t kvr_jeval_display(kvr_jinja_render_t *r, kvr_jscope_t *sc,
+    kvr_jn_t *n);
+static kvr_jv_t kvr_jeval_call(kvr_jinja_render_t *r, kvr_jscope_t *sc,
+    kvr_jn_t *n);
 
 
 /* scopes */
@@ -294,11 +306,7 @@ kvr_jeval_args(kvr_jinja_render_t *r, kvr_jscope_t *sc, kvr_jn_t *n,
 kvr_jv_t
 kvr_jeval(kvr_jinja_render_t *r, kvr_jscope_t *sc, kvr_jn_t *n)
 {
-    uint32_t       i;
-    int            t;
-    kvr_jv_t       a, b, *args, *kwv, parts[3], out;
-    kvr_jlist_t   *l;
-    kvr_jdict_t   *d;
+    kvr_jv_t  a, out;
 
     if (++r->depth > r->limits.max_depth + 200) {
         kvr_jfail(r, KVR_JINJA_LIMIT, "evaluation nested too deep");
@@ -324,41 +332,16 @@ kvr_jeval(kvr_jinja_render_t *r, kvr_jscope_t *sc, kvr_jn_t *n)
         break;
 
     case KVR_JN_SLICE:
-        a = kvr_jeval(r, sc, n->a);
-        parts[0] = n->b ? kvr_jeval(r, sc, n->b) : kvr_jv_none;
-        parts[1] = n->c ? kvr_jeval(r, sc, n->c) : kvr_jv_none;
-        parts[2] = n->d ? kvr_jeval(r, sc, n->d) : kvr_jv_none;
-        out = kvr_jslice(r, a, parts);
+        out = kvr_jeval_slice(r, sc, n);
         break;
 
     case KVR_JN_BINOP:
-        a = kvr_jeval(r, sc, n->a);
-        b = kvr_jeval(r, sc, n->b);
-        if (n->op == KVR_JOP_POW && n->id
-            && ((a.type == KVR_JV_FLOAT && a.u.f < 0)
-                || (a.type == KVR_JV_INT && a.u.i < 0)))
-        {
-            kvr_jfail(r, KVR_JINJA_UNSUPPORTED, "negative constant base of "
-                      "**");
-        }
-        out = kvr_jbinop(r, n->op, a, b);
+        out = kvr_jeval_binop(r, sc, n);
         break;
 
     case KVR_JN_NEG:
     case KVR_JN_POS:
-        a = kvr_jeval(r, sc, n->a);
-        if (a.type == KVR_JV_FLOAT) {
-            out = kvr_jv_float(n->kind == KVR_JN_NEG ? -a.u.f : a.u.f);
-        } else if (a.type == KVR_JV_INT || a.type == KVR_JV_BOOL) {
-            if (n->kind == KVR_JN_NEG && a.u.i == INT64_MIN) {
-                kvr_jfail(r, KVR_JINJA_UNSUPPORTED, "integer beyond 64 bits");
-            }
-            out = kvr_jv_int(n->kind == KVR_JN_NEG ? -a.u.i : a.u.i);
-        } else {
-            kvr_jfail(r, KVR_JINJA_ERROR, "bad operand type for unary %c: "
-                      "'%s'", n->kind == KVR_JN_NEG ? '-' : '+',
-                      kvr_jv_type_name(a));
-        }
+        out = kvr_jeval_sign(r, sc, n);
         break;
 
     case KVR_JN_NOT:
@@ -376,16 +359,7 @@ kvr_jeval(kvr_jinja_render_t *r, kvr_jscope_t *sc, kvr_jn_t *n)
         break;
 
     case KVR_JN_COMPARE:
-        a = kvr_jeval(r, sc, n->args[0]);
-        out = kvr_jv_bool(1);
-        for (i = 1; i < n->nargs; i++) {
-            b = kvr_jeval(r, sc, n->args[i]);
-            if (!kvr_jcompare(r, n->ops[i - 1], a, b)) {
-                out = kvr_jv_bool(0);
-                break;
-            }
-            a = b;
-        }
+        out = kvr_jeval_compare(r, sc, n);
         break;
 
     case KVR_JN_COND:
@@ -398,50 +372,14 @@ kvr_jeval(kvr_jinja_render_t *r, kvr_jscope_t *sc, kvr_jn_t *n)
 
     case KVR_JN_LIST:
     case KVR_JN_TUPLE:
-        l = kvr_jlist_new(r, n->nargs);
-        for (i = 0; i < n->nargs; i++) {
-            l->items[l->n++] = kvr_jeval(r, sc, n->args[i]);
-        }
-        out = kvr_jv_list(l);
-        if (n->kind == KVR_JN_TUPLE) {
-            out.flags = KVR_JV_TUPLE;
-        }
-        break;
-
     case KVR_JN_DICT:
-        d = kvr_jdict_new(r, n->nargs / 2);
-        for (i = 0; i + 1 < n->nargs; i += 2) {
-            a = kvr_jeval(r, sc, n->args[i]);
-            if (!kvr_jv_hashable(a) || a.type == KVR_JV_UNDEF) {
-                kvr_jfail(r, KVR_JINJA_ERROR, "unhashable dict key");
-            }
-            kvr_jdict_set(r, d, a, kvr_jeval(r, sc, n->args[i + 1]));
-        }
-        out = kvr_jv_dict(d);
+        out = kvr_jeval_display(r, sc, n);
         break;
 
     case KVR_JN_CALL:
-        a = kvr_jeval(r, sc, n->a);
-        kvr_jeval_args(r, sc, n, &args, &kwv);
-        out = kvr_jcall(r, a, args, n->nargs, n->kwn, n->kwl, kwv, n->nkw);
-        break;
-
     case KVR_JN_FILTER:
-        a = kvr_jeval(r, sc, n->a);
-        kvr_jeval_args(r, sc, n, &args, &kwv);
-        kvr_jstep(r, 1);
-        t = kvr_jfilter_lazy(n->id);
-        r->lazy += t;
-        out = kvr_jfilter_apply(r, n->id, a, args, n->nargs, n->kwn, n->kwl,
-                                kwv, n->nkw);
-        r->lazy -= t;
-        break;
-
     case KVR_JN_TEST:
-        a = kvr_jeval(r, sc, n->a);
-        kvr_jeval_args(r, sc, n, &args, &kwv);
-        t = kvr_jtest_apply(r, n->id, a, args, n->nargs);
-        out = kvr_jv_bool(n->op ? !t : t);
+        out = kvr_jeval_call(r, sc, n);
         break;
 
     default:
@@ -450,6 +388,152 @@ kvr_jeval(kvr_jinja_render_t *r, kvr_jscope_t *sc, kvr_jn_t *n)
 
     r->depth--;
     return out;
+}
+
+
+/* obj[start:stop:step] */
+static kvr_jv_t
+kvr_jeval_slice(kvr_jinja_render_t *r, kvr_jscope_t *sc, kvr_jn_t *n)
+{
+    kvr_jv_t  a, parts[3];
+
+    a = kvr_jeval(r, sc, n->a);
+    parts[0] = n->b ? kvr_jeval(r, sc, n->b) : kvr_jv_none;
+    parts[1] = n->c ? kvr_jeval(r, sc, n->c) : kvr_jv_none;
+    parts[2] = n->d ? kvr_jeval(r, sc, n->d) : kvr_jv_none;
+
+    return kvr_jslice(r, a, parts);
+}
+
+
+static kvr_jv_t
+kvr_jeval_binop(kvr_jinja_render_t *r, kvr_jscope_t *sc, kvr_jn_t *n)
+{
+    kvr_jv_t  a, b;
+
+    a = kvr_jeval(r, sc, n->a);
+    b = kvr_jeval(r, sc, n->b);
+
+    if (n->op == KVR_JOP_POW && n->id
+        && ((a.type == KVR_JV_FLOAT && a.u.f < 0)
+            || (a.type == KVR_JV_INT && a.u.i < 0)))
+    {
+        kvr_jfail(r, KVR_JINJA_UNSUPPORTED, "negative constant base of "
+                  "**");
+    }
+
+    return kvr_jbinop(r, n->op, a, b);
+}
+
+
+/* unary - and + */
+static kvr_jv_t
+kvr_jeval_sign(kvr_jinja_render_t *r, kvr_jscope_t *sc, kvr_jn_t *n)
+{
+    kvr_jv_t  a;
+
+    a = kvr_jeval(r, sc, n->a);
+
+    if (a.type == KVR_JV_FLOAT) {
+        return kvr_jv_float(n->kind == KVR_JN_NEG ? -a.u.f : a.u.f);
+    }
+
+    if (a.type == KVR_JV_INT || a.type == KVR_JV_BOOL) {
+        if (n->kind == KVR_JN_NEG && a.u.i == INT64_MIN) {
+            kvr_jfail(r, KVR_JINJA_UNSUPPORTED, "integer beyond 64 bits");
+        }
+        return kvr_jv_int(n->kind == KVR_JN_NEG ? -a.u.i : a.u.i);
+    }
+
+    kvr_jfail(r, KVR_JINJA_ERROR, "bad operand type for unary %c: '%s'",
+              n->kind == KVR_JN_NEG ? '-' : '+', kvr_jv_type_name(a));
+}
+
+
+/* a comparison chain: a < b <= c is a < b and b <= c, b evaluated once */
+static kvr_jv_t
+kvr_jeval_compare(kvr_jinja_render_t *r, kvr_jscope_t *sc, kvr_jn_t *n)
+{
+    uint32_t  i;
+    kvr_jv_t  a, b;
+
+    a = kvr_jeval(r, sc, n->args[0]);
+
+    for (i = 1; i < n->nargs; i++) {
+        b = kvr_jeval(r, sc, n->args[i]);
+        if (!kvr_jcompare(r, n->ops[i - 1], a, b)) {
+            return kvr_jv_bool(0);
+        }
+        a = b;
+    }
+
+    return kvr_jv_bool(1);
+}
+
+
+/* list, tuple and dict displays: [a, b], (a, b), {k: v} */
+static kvr_jv_t
+kvr_jeval_display(kvr_jinja_render_t *r, kvr_jscope_t *sc, kvr_jn_t *n)
+{
+    uint32_t      i;
+    kvr_jv_t      k, out;
+    kvr_jlist_t  *l;
+    kvr_jdict_t  *d;
+
+    if (n->kind == KVR_JN_DICT) {
+        d = kvr_jdict_new(r, n->nargs / 2);
+        for (i = 0; i + 1 < n->nargs; i += 2) {
+            k = kvr_jeval(r, sc, n->args[i]);
+            if (!kvr_jv_hashable(k) || k.type == KVR_JV_UNDEF) {
+                kvr_jfail(r, KVR_JINJA_ERROR, "unhashable dict key");
+            }
+            kvr_jdict_set(r, d, k, kvr_jeval(r, sc, n->args[i + 1]));
+        }
+        return kvr_jv_dict(d);
+    }
+
+    l = kvr_jlist_new(r, n->nargs);
+    for (i = 0; i < n->nargs; i++) {
+        l->items[l->n++] = kvr_jeval(r, sc, n->args[i]);
+    }
+
+    out = kvr_jv_list(l);
+    if (n->kind == KVR_JN_TUPLE) {
+        out.flags = KVR_JV_TUPLE;
+    }
+
+    return out;
+}
+
+
+/* f(args), value | filter(args), value is test(args) */
+static kvr_jv_t
+kvr_jeval_call(kvr_jinja_render_t *r, kvr_jscope_t *sc, kvr_jn_t *n)
+{
+    int        t;
+    kvr_jv_t   a, out, *args, *kwv;
+
+    a = kvr_jeval(r, sc, n->a);
+    kvr_jeval_args(r, sc, n, &args, &kwv);
+
+    switch (n->kind) {
+
+    case KVR_JN_CALL:
+        return kvr_jcall(r, a, args, n->nargs, n->kwn, n->kwl, kwv, n->nkw);
+
+    case KVR_JN_FILTER:
+        kvr_jstep(r, 1);
+        t = kvr_jfilter_lazy(n->id);
+        r->lazy += t;
+        out = kvr_jfilter_apply(r, n->id, a, args, n->nargs, n->kwn, n->kwl,
+                                kwv, n->nkw);
+        r->lazy -= t;
+        return out;
+
+    default:
+        t = kvr_jtest_apply(r, n->id, a, args, n->nargs);
+        return kvr_jv_bool(n->op ? !t : t);
+    }
 }
 
 

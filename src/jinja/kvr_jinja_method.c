@@ -130,26 +130,267 @@ kvr_jmethod_lookup(kvr_jinja_render_t *r, kvr_jv_t obj, const char *name,
 }
 
 
+/*
+ * A method's handler: s is the object the method is bound to, call its
+ * arguments, already counted against the method's table row; id tells the
+ * methods that share a handler apart.
+ */
+typedef kvr_jv_t (*kvr_jmethod_pt)(kvr_jinja_render_t *r, int id, kvr_jv_t s,
+    kvr_jargs_t *call);
+
+typedef struct {
+    kvr_jmethod_pt       handler;
+    int                  min;       /* positional arguments */
+    int                  max;
+} kvr_jmethod_spec_t;
+
+
+/* startswith, endswith */
+static kvr_jv_t
+kvr_jm_prefix(kvr_jinja_render_t *r, int id, kvr_jv_t s, kvr_jargs_t *call)
+{
+    return kvr_jv_bool(kvr_jprefix(r, s, call->args[0], id == M_ENDSWITH));
+}
+
+
+/* strip, lstrip, rstrip */
+static kvr_jv_t
+kvr_jm_strip(kvr_jinja_render_t *r, int id, kvr_jv_t s, kvr_jargs_t *call)
+{
+    return kvr_jstrip_call(r, s, call->args, call->nargs, id != M_RSTRIP,
+                           id != M_LSTRIP);
+}
+
+
+/* split, rsplit */
+static kvr_jv_t
+kvr_jm_split(kvr_jinja_render_t *r, int id, kvr_jv_t s, kvr_jargs_t *call)
+{
+    return kvr_jsplit(r, s, call->args, call->nargs, call->kwn, call->kwl,
+                      call->kwv, call->nkw, id == M_RSPLIT);
+}
+
+
+static kvr_jv_t
+kvr_jm_replace(kvr_jinja_render_t *r, int id, kvr_jv_t s, kvr_jargs_t *call)
+{
+    int64_t  count;
+
+    (void) id;
+
+    kvr_jneed_str(r, call->args[0], "replace");
+    kvr_jneed_str(r, call->args[1], "replace");
+
+    count = -1;
+
+    if (call->nargs == 3) {
+        if (call->args[2].type != KVR_JV_INT) {
+            kvr_jfail(r, KVR_JINJA_ERROR, "replace count must be int");
+        }
+        count = call->args[2].u.i;
+    }
+
+    return kvr_jreplace(r, s, call->args[0], call->args[1], count);
+}
+
+
+/* upper, lower, title, capitalize */
+static kvr_jv_t
+kvr_jm_case(kvr_jinja_render_t *r, int id, kvr_jv_t s, kvr_jargs_t *call)
+{
+    (void) call;
+
+    return kvr_jcase(r, s, (id == M_UPPER) ? 'u' : (id == M_LOWER) ? 'l'
+                           : (id == M_TITLE) ? 't' : 'c');
+}
+
+
+/* find, rfind */
+static kvr_jv_t
+kvr_jm_find(kvr_jinja_render_t *r, int id, kvr_jv_t s, kvr_jargs_t *call)
+{
+    return kvr_jfind(r, s, call->args[0], id == M_RFIND);
+}
+
+
+static kvr_jv_t
+kvr_jm_count(kvr_jinja_render_t *r, int id, kvr_jv_t s, kvr_jargs_t *call)
+{
+    kvr_jv_t  sub;
+
+    (void) id;
+
+    sub = call->args[0];
+    kvr_jneed_str(r, sub, "count");
+
+    if (sub.len == 0) {
+        return kvr_jv_int((int64_t) kvr_jutf8_count(s.u.s, s.len) + 1);
+    }
+
+    return kvr_jv_int(kvr_jreplace(r, s, sub, kvr_jv_str("", 0), -1).len
+                      == s.len ? 0
+           : (int64_t) (s.len - kvr_jreplace(r, s, sub, kvr_jv_str("", 0),
+                                             -1).len)
+             / sub.len);
+}
+
+
+static kvr_jv_t
+kvr_jm_join(kvr_jinja_render_t *r, int id, kvr_jv_t s, kvr_jargs_t *call)
+{
+    (void) id;
+
+    return kvr_jjoin(r, s, kvr_jiter(r, call->args[0]), 1);
+}
+
+
+/* isdigit, isspace, isalpha, isalnum */
+static kvr_jv_t
+kvr_jm_is_class(kvr_jinja_render_t *r, int id, kvr_jv_t s, kvr_jargs_t *call)
+{
+    (void) call;
+
+    return kvr_jis_class(r, s, id);
+}
+
+
+/* removeprefix, removesuffix */
+static kvr_jv_t
+kvr_jm_remove(kvr_jinja_render_t *r, int id, kvr_jv_t s, kvr_jargs_t *call)
+{
+    kvr_jv_t  affix;
+
+    affix = call->args[0];
+    kvr_jneed_str(r, affix, "removeprefix");
+
+    if (kvr_jprefix(r, s, affix, id == M_REMOVESUFFIX)) {
+        return (id == M_REMOVEPREFIX)
+               ? kvr_jv_str(s.u.s + affix.len, s.len - affix.len)
+               : kvr_jv_str(s.u.s, s.len - affix.len);
+    }
+
+    return s;
+}
+
+
+static kvr_jv_t
+kvr_jm_splitlines(kvr_jinja_render_t *r, int id, kvr_jv_t s,
+    kvr_jargs_t *call)
+{
+    (void) id;
+    (void) call;
+
+    return kvr_jv_list(kvr_jsplitlines(r, s));
+}
+
+
+/* dict's items, keys, values */
+static kvr_jv_t
+kvr_jm_view(kvr_jinja_render_t *r, int id, kvr_jv_t s, kvr_jargs_t *call)
+{
+    (void) call;
+
+    return kvr_jdict_view(r, s.u.dict, id, KVR_JV_VIEW);
+}
+
+
+static kvr_jv_t
+kvr_jm_get(kvr_jinja_render_t *r, int id, kvr_jv_t s, kvr_jargs_t *call)
+{
+    kvr_jv_t  *found;
+
+    (void) id;
+
+    if (!kvr_jv_hashable(call->args[0])) {
+        kvr_jfail(r, KVR_JINJA_ERROR, "unhashable type");
+    }
+
+    found = kvr_jdict_get(s.u.dict, call->args[0]);
+    if (found) {
+        return *found;
+    }
+
+    return call->nargs == 2 ? call->args[1] : kvr_jv_none;
+}
+
+
+/* list's (and tuple's) count, index */
+static kvr_jv_t
+kvr_jm_list_count(kvr_jinja_render_t *r, int id, kvr_jv_t s,
+    kvr_jargs_t *call)
+{
+    int64_t       count;
+    uint32_t      i;
+    kvr_jlist_t  *l;
+
+    l = s.u.list;
+    count = 0;
+
+    for (i = 0; i < l->n; i++) {
+        if (kvr_jv_eq(l->items[i], call->args[0])) {
+            if (id == M_LINDEX) {
+                return kvr_jv_int(i);
+            }
+            count++;
+        }
+    }
+
+    if (id == M_LINDEX) {
+        kvr_jfail(r, KVR_JINJA_ERROR, "x not in list");
+    }
+
+    return kvr_jv_int(count);
+}
+
+
+/* each method id's (M_*) handler and how many arguments it takes */
+static const kvr_jmethod_spec_t  kvr_jmethods[] = {
+    [M_STARTSWITH] = { kvr_jm_prefix, 1, 1 },
+    [M_ENDSWITH] = { kvr_jm_prefix, 1, 1 },
+    [M_STRIP] = { kvr_jm_strip, 0, 1 },
+    [M_LSTRIP] = { kvr_jm_strip, 0, 1 },
+    [M_RSTRIP] = { kvr_jm_strip, 0, 1 },
+    [M_SPLIT] = { kvr_jm_split, 0, 2 },
+    [M_RSPLIT] = { kvr_jm_split, 0, 2 },
+    [M_REPLACE] = { kvr_jm_replace, 2, 3 },
+    [M_UPPER] = { kvr_jm_case, 0, 0 },
+    [M_LOWER] = { kvr_jm_case, 0, 0 },
+    [M_TITLE] = { kvr_jm_case, 0, 0 },
+    [M_CAPITALIZE] = { kvr_jm_case, 0, 0 },
+    [M_FIND] = { kvr_jm_find, 1, 1 },
+    [M_RFIND] = { kvr_jm_find, 1, 1 },
+    [M_COUNT] = { kvr_jm_count, 1, 1 },
+    [M_JOIN] = { kvr_jm_join, 1, 1 },
+    [M_ISDIGIT] = { kvr_jm_is_class, 0, 0 },
+    [M_ISSPACE] = { kvr_jm_is_class, 0, 0 },
+    [M_ISALPHA] = { kvr_jm_is_class, 0, 0 },
+    [M_ISALNUM] = { kvr_jm_is_class, 0, 0 },
+    [M_REMOVEPREFIX] = { kvr_jm_remove, 1, 1 },
+    [M_REMOVESUFFIX] = { kvr_jm_remove, 1, 1 },
+    [M_SPLITLINES] = { kvr_jm_splitlines, 0, 0 },
+    [M_ITEMS] = { kvr_jm_view, 0, 0 },
+    [M_KEYS] = { kvr_jm_view, 0, 0 },
+    [M_VALUES] = { kvr_jm_view, 0, 0 },
+    [M_GET] = { kvr_jm_get, 1, 2 },
+    [M_LCOUNT] = { kvr_jm_list_count, 1, 1 },
+    [M_LINDEX] = { kvr_jm_list_count, 1, 1 }
+};
+
+
 kvr_jv_t
 kvr_jmethod_call(kvr_jinja_render_t *r, kvr_jmethod_t *m, kvr_jv_t *args,
     uint32_t nargs, const char **kwn, uint32_t *kwl, kvr_jv_t *kwv,
     uint32_t nkw)
 {
-    int64_t       count;
-    uint32_t      i;
-    kvr_jv_t      s, v, *found;
-    kvr_jloop_t  *lp;
-    kvr_jlist_t  *l;
-
-    s = m->self;
+    kvr_jargs_t                call;
+    const kvr_jmethod_spec_t  *spec;
 
     if (m->id == -1) {
         /* loop.cycle(a, b, ...) */
-        lp = s.u.loop;
         if (nargs == 0 || nkw) {
             kvr_jfail(r, KVR_JINJA_ERROR, "no items for cycling given");
         }
-        return args[lp->index0 % nargs];
+        return args[m->self.u.loop->index0 % nargs];
     }
 
     if (m->id == -2 || m->id == M_UNSUPPORTED) {
@@ -160,146 +401,26 @@ kvr_jmethod_call(kvr_jinja_render_t *r, kvr_jmethod_t *m, kvr_jv_t *args,
         kvr_jfail(r, KVR_JINJA_UNSUPPORTED, "keyword arguments to a method");
     }
 
-#define KVR_JNARGS(lo, hi)                                                 \
-    if ((int) nargs < (lo) || (int) nargs > (hi)) {                        \
-        kvr_jfail(r, KVR_JINJA_ERROR, "method takes %d to %d arguments "   \
-                  "(%u given)", (lo), (hi), nargs);                        \
+    if (m->id <= 0
+        || (size_t) m->id >= sizeof(kvr_jmethods) / sizeof(kvr_jmethods[0])
+        || kvr_jmethods[m->id].handler == NULL)
+    {
+        kvr_jfail(r, KVR_JINJA_UNSUPPORTED, "unsupported method");
     }
 
-    switch (m->id) {
+    spec = &kvr_jmethods[m->id];
 
-    case M_STARTSWITH:
-    case M_ENDSWITH:
-        KVR_JNARGS(1, 1);
-        return kvr_jv_bool(kvr_jprefix(r, s, args[0], m->id == M_ENDSWITH));
-
-    case M_STRIP:
-        KVR_JNARGS(0, 1);
-        return kvr_jstrip_call(r, s, args, nargs, 1, 1);
-    case M_LSTRIP:
-        KVR_JNARGS(0, 1);
-        return kvr_jstrip_call(r, s, args, nargs, 1, 0);
-    case M_RSTRIP:
-        KVR_JNARGS(0, 1);
-        return kvr_jstrip_call(r, s, args, nargs, 0, 1);
-
-    case M_SPLIT:
-    case M_RSPLIT:
-        KVR_JNARGS(0, 2);
-        return kvr_jsplit(r, s, args, nargs, kwn, kwl, kwv, nkw,
-                          m->id == M_RSPLIT);
-
-    case M_REPLACE:
-        KVR_JNARGS(2, 3);
-        kvr_jneed_str(r, args[0], "replace");
-        kvr_jneed_str(r, args[1], "replace");
-        count = -1;
-        if (nargs == 3) {
-            if (args[2].type != KVR_JV_INT) {
-                kvr_jfail(r, KVR_JINJA_ERROR, "replace count must be int");
-            }
-            count = args[2].u.i;
-        }
-        return kvr_jreplace(r, s, args[0], args[1], count);
-
-    case M_UPPER:
-        KVR_JNARGS(0, 0);
-        return kvr_jcase(r, s, 'u');
-    case M_LOWER:
-        KVR_JNARGS(0, 0);
-        return kvr_jcase(r, s, 'l');
-    case M_TITLE:
-        KVR_JNARGS(0, 0);
-        return kvr_jcase(r, s, 't');
-    case M_CAPITALIZE:
-        KVR_JNARGS(0, 0);
-        return kvr_jcase(r, s, 'c');
-
-    case M_FIND:
-    case M_RFIND:
-        KVR_JNARGS(1, 1);
-        return kvr_jfind(r, s, args[0], m->id == M_RFIND);
-
-    case M_COUNT:
-        KVR_JNARGS(1, 1);
-        kvr_jneed_str(r, args[0], "count");
-        if (args[0].len == 0) {
-            return kvr_jv_int((int64_t) kvr_jutf8_count(s.u.s, s.len) + 1);
-        }
-        return kvr_jv_int(kvr_jreplace(r, s, args[0], kvr_jv_str("", 0),
-                                       -1).len == s.len ? 0
-               : (int64_t) (s.len - kvr_jreplace(r, s, args[0],
-                                                 kvr_jv_str("", 0), -1).len)
-                 / args[0].len);
-
-    case M_JOIN:
-        KVR_JNARGS(1, 1);
-        return kvr_jjoin(r, s, kvr_jiter(r, args[0]), 1);
-
-    case M_ISDIGIT:
-    case M_ISSPACE:
-    case M_ISALPHA:
-    case M_ISALNUM:
-        KVR_JNARGS(0, 0);
-        return kvr_jis_class(r, s, m->id);
-
-    case M_REMOVEPREFIX:
-    case M_REMOVESUFFIX:
-        KVR_JNARGS(1, 1);
-        kvr_jneed_str(r, args[0], "removeprefix");
-        if (kvr_jprefix(r, s, args[0], m->id == M_REMOVESUFFIX)) {
-            return (m->id == M_REMOVEPREFIX)
-                   ? kvr_jv_str(s.u.s + args[0].len, s.len - args[0].len)
-                   : kvr_jv_str(s.u.s, s.len - args[0].len);
-        }
-        return s;
-
-    case M_SPLITLINES:
-        KVR_JNARGS(0, 0);
-        return kvr_jv_list(kvr_jsplitlines(r, s));
-
-    case M_ITEMS:
-    case M_KEYS:
-    case M_VALUES:
-        KVR_JNARGS(0, 0);
-        return kvr_jdict_view(r, s.u.dict, m->id, KVR_JV_VIEW);
-
-    case M_GET:
-        KVR_JNARGS(1, 2);
-        if (!kvr_jv_hashable(args[0])) {
-            kvr_jfail(r, KVR_JINJA_ERROR, "unhashable type");
-        }
-        found = kvr_jdict_get(s.u.dict, args[0]);
-        if (found) {
-            return *found;
-        }
-        return nargs == 2 ? args[1] : kvr_jv_none;
-
-    case M_LCOUNT:
-    case M_LINDEX:
-        KVR_JNARGS(1, 1);
-        l = s.u.list;
-        count = 0;
-        for (i = 0; i < l->n; i++) {
-            if (kvr_jv_eq(l->items[i], args[0])) {
-                if (m->id == M_LINDEX) {
-                    return kvr_jv_int(i);
-                }
-                count++;
-            }
-        }
-        if (m->id == M_LINDEX) {
-            kvr_jfail(r, KVR_JINJA_ERROR, "x not in list");
-        }
-        return kvr_jv_int(count);
-
-    default:
-        break;
+    if ((int) nargs < spec->min || (int) nargs > spec->max) {
+        kvr_jfail(r, KVR_JINJA_ERROR, "method takes %d to %d arguments "
+                  "(%u given)", spec->min, spec->max, nargs);
     }
 
-#undef KVR_JNARGS
+    call.args = args;
+    call.nargs = nargs;
+    call.kwn = kwn;
+    call.kwl = kwl;
+    call.kwv = kwv;
+    call.nkw = nkw;
 
-    v = kvr_jv_undef;
-    kvr_jfail(r, KVR_JINJA_UNSUPPORTED, "unsupported method");
-    return v;
+    return spec->handler(r, m->id, m->self, &call);
 }

@@ -16,6 +16,14 @@
 #include "kvr_jinja_int.h"
 
 
+static int kvr_jbinop_seq(kvr_jinja_render_t *r, int op, kvr_jv_t a,
+    kvr_jv_t b, kvr_jv_t *out);
+static int kvr_jbinop_int(kvr_jinja_render_t *r, int op, int64_t x,
+    int64_t y, kvr_jv_t *out);
+static kvr_jv_t kvr_jbinop_float(kvr_jinja_render_t *r, int op, kvr_jv_t a,
+    kvr_jv_t b);
+
+
 static void
 kvr_jnum_check(kvr_jinja_render_t *r, kvr_jv_t a, kvr_jv_t b, const char *op)
 {
@@ -89,11 +97,7 @@ kvr_jrepeat(kvr_jinja_render_t *r, kvr_jv_t seq, int64_t times)
 kvr_jv_t
 kvr_jbinop(kvr_jinja_render_t *r, int op, kvr_jv_t a, kvr_jv_t b)
 {
-    int64_t       x, y, q, m;
-    double        fx, fy, fq;
-    char         *buf;
-    kvr_jlist_t  *l;
-    kvr_jv_t      sa, sb, out;
+    kvr_jv_t  out;
     static const char  *names[] = {
         "", "+", "-", "*", "/", "//", "%", "**"
     };
@@ -107,13 +111,46 @@ kvr_jbinop(kvr_jinja_render_t *r, int op, kvr_jv_t a, kvr_jv_t b)
         kvr_jfail(r, KVR_JINJA_ERROR, "unsupported operand type(s)");
     }
 
+    if (kvr_jbinop_seq(r, op, a, b, &out)) {
+        return out;
+    }
+
+    if (!kvr_jis_num(a) || !kvr_jis_num(b)) {
+        kvr_jnum_check(r, a, b, names[op]);
+    }
+
+    if (a.type != KVR_JV_FLOAT && b.type != KVR_JV_FLOAT
+        && op != KVR_JOP_DIV
+        && kvr_jbinop_int(r, op, a.u.i, b.u.i, &out))
+    {
+        return out;
+    }
+
+    return kvr_jbinop_float(r, op, a, b);
+}
+
+
+/*
+ * The operators on strings and lists: ~, + of two strings or two lists
+ * of one kind, * by an int, and % of a string (refused).  0 when the
+ * operands are not such.
+ */
+static int
+kvr_jbinop_seq(kvr_jinja_render_t *r, int op, kvr_jv_t a, kvr_jv_t b,
+    kvr_jv_t *out)
+{
+    char         *buf;
+    kvr_jlist_t  *l;
+    kvr_jv_t      sa, sb;
+
     if (op == KVR_JOP_CONCAT) {
         sa = kvr_jv_to_string(r, a);
         sb = kvr_jv_to_string(r, b);
         buf = kvr_jr_alloc(r, (size_t) sa.len + sb.len + 1);
         memcpy(buf, sa.u.s, sa.len);
         memcpy(buf + sa.len, sb.u.s, sb.len);
-        return kvr_jv_str(buf, (size_t) sa.len + sb.len);
+        *out = kvr_jv_str(buf, (size_t) sa.len + sb.len);
+        return 1;
     }
 
     if (op == KVR_JOP_ADD && a.type == KVR_JV_STR && b.type == KVR_JV_STR) {
@@ -123,7 +160,8 @@ kvr_jbinop(kvr_jinja_render_t *r, int op, kvr_jv_t a, kvr_jv_t b)
         buf = kvr_jr_alloc(r, (size_t) a.len + b.len + 1);
         memcpy(buf, a.u.s, a.len);
         memcpy(buf + a.len, b.u.s, b.len);
-        return kvr_jv_str(buf, (size_t) a.len + b.len);
+        *out = kvr_jv_str(buf, (size_t) a.len + b.len);
+        return 1;
     }
 
     if (op == KVR_JOP_ADD && a.type == KVR_JV_LIST && b.type == KVR_JV_LIST
@@ -134,21 +172,23 @@ kvr_jbinop(kvr_jinja_render_t *r, int op, kvr_jv_t a, kvr_jv_t b)
         memcpy(l->items + a.u.list->n, b.u.list->items,
                b.u.list->n * sizeof(kvr_jv_t));
         l->n = a.u.list->n + b.u.list->n;
-        out = kvr_jv_list(l);
-        out.flags = a.flags;
-        return out;
+        *out = kvr_jv_list(l);
+        out->flags = a.flags;
+        return 1;
     }
 
     if (op == KVR_JOP_MUL) {
         if ((a.type == KVR_JV_STR || a.type == KVR_JV_LIST)
             && (b.type == KVR_JV_INT || b.type == KVR_JV_BOOL))
         {
-            return kvr_jrepeat(r, a, b.u.i);
+            *out = kvr_jrepeat(r, a, b.u.i);
+            return 1;
         }
         if ((b.type == KVR_JV_STR || b.type == KVR_JV_LIST)
             && (a.type == KVR_JV_INT || a.type == KVR_JV_BOOL))
         {
-            return kvr_jrepeat(r, b, a.u.i);
+            *out = kvr_jrepeat(r, b, a.u.i);
+            return 1;
         }
     }
 
@@ -157,65 +197,86 @@ kvr_jbinop(kvr_jinja_render_t *r, int op, kvr_jv_t a, kvr_jv_t b)
                   "formatting is not supported");
     }
 
-    if (!kvr_jis_num(a) || !kvr_jis_num(b)) {
-        kvr_jnum_check(r, a, b, names[op]);
-    }
+    return 0;
+}
 
-    if (a.type != KVR_JV_FLOAT && b.type != KVR_JV_FLOAT
-        && op != KVR_JOP_DIV)
-    {
-        x = a.u.i;
-        y = b.u.i;
 
-        switch (op) {
-        case KVR_JOP_ADD:
-            if (__builtin_add_overflow(x, y, &q)) {
-                goto overflow;
-            }
-            return kvr_jv_int(q);
-        case KVR_JOP_SUB:
-            if (__builtin_sub_overflow(x, y, &q)) {
-                goto overflow;
-            }
-            return kvr_jv_int(q);
-        case KVR_JOP_MUL:
-            if (__builtin_mul_overflow(x, y, &q)) {
-                goto overflow;
-            }
-            return kvr_jv_int(q);
-        case KVR_JOP_FLOORDIV:
-        case KVR_JOP_MOD:
-            if (y == 0) {
-                kvr_jfail(r, KVR_JINJA_ERROR, "integer division or modulo "
-                          "by zero");
-            }
-            if (x == INT64_MIN && y == -1) {
-                goto overflow;
-            }
-            q = x / y;
-            m = x % y;
-            if (m != 0 && ((m < 0) != (y < 0))) {
-                q--;
-                m += y;
-            }
-            return kvr_jv_int(op == KVR_JOP_MOD ? m : q);
-        case KVR_JOP_POW:
-            if (y < 0) {
-                kvr_jfail(r, KVR_JINJA_UNSUPPORTED, "negative power");
-            }
-            q = 1;
-            while (y > 0) {
-                if ((y & 1) && __builtin_mul_overflow(q, x, &q)) {
-                    goto overflow;
-                }
-                y >>= 1;
-                if (y && __builtin_mul_overflow(x, x, &x)) {
-                    goto overflow;
-                }
-            }
-            return kvr_jv_int(q);
+/* python's int operators on 64 bits (beyond them: refused); 0: not one */
+static int
+kvr_jbinop_int(kvr_jinja_render_t *r, int op, int64_t x, int64_t y,
+    kvr_jv_t *out)
+{
+    int64_t  q, m;
+
+    switch (op) {
+    case KVR_JOP_ADD:
+        if (__builtin_add_overflow(x, y, &q)) {
+            goto overflow;
         }
+        break;
+    case KVR_JOP_SUB:
+        if (__builtin_sub_overflow(x, y, &q)) {
+            goto overflow;
+        }
+        break;
+    case KVR_JOP_MUL:
+        if (__builtin_mul_overflow(x, y, &q)) {
+            goto overflow;
+        }
+        break;
+    case KVR_JOP_FLOORDIV:
+    case KVR_JOP_MOD:
+        if (y == 0) {
+            kvr_jfail(r, KVR_JINJA_ERROR, "integer division or modulo "
+                      "by zero");
+        }
+        if (x == INT64_MIN && y == -1) {
+            goto overflow;
+        }
+        q = x / y;
+        m = x % y;
+        if (m != 0 && ((m < 0) != (y < 0))) {
+            q--;
+            m += y;
+        }
+        if (op == KVR_JOP_MOD) {
+            q = m;
+        }
+        break;
+    case KVR_JOP_POW:
+        if (y < 0) {
+            kvr_jfail(r, KVR_JINJA_UNSUPPORTED, "negative power");
+        }
+        q = 1;
+        while (y > 0) {
+            if ((y & 1) && __builtin_mul_overflow(q, x, &q)) {
+                goto overflow;
+            }
+            y >>= 1;
+            if (y && __builtin_mul_overflow(x, x, &x)) {
+                goto overflow;
+            }
+        }
+        break;
+    default:
+        return 0;
     }
+
+    *out = kvr_jv_int(q);
+
+    return 1;
+
+overflow:
+
+    kvr_jfail(r, KVR_JINJA_UNSUPPORTED, "integer beyond 64 bits");
+}
+
+
+/* python's float operators, on ints too (a true division) */
+static kvr_jv_t
+kvr_jbinop_float(kvr_jinja_render_t *r, int op, kvr_jv_t a, kvr_jv_t b)
+{
+    double  fx, fy, fq;
 
     fx = kvr_jas_double(a);
     fy = kvr_jas_double(b);
@@ -270,10 +331,6 @@ kvr_jbinop(kvr_jinja_render_t *r, int op, kvr_jv_t a, kvr_jv_t b)
     default:
         kvr_jfail(r, KVR_JINJA_UNSUPPORTED, "float power");
     }
-
-overflow:
-
-    kvr_jfail(r, KVR_JINJA_UNSUPPORTED, "integer beyond 64 bits");
 }
 
 

@@ -41,6 +41,10 @@ static const kvr_jname_t  kvr_jtests[] = {
     { NULL, 0 }
 };
 
+static int kvr_jtest_type(kvr_jinja_render_t *r, int id, kvr_jv_t v);
+static int kvr_jtest_value(kvr_jinja_render_t *r, int id, kvr_jv_t v,
+    kvr_jv_t *args);
+
 
 int
 kvr_jtest_id(const char *name, size_t len)
@@ -53,13 +57,35 @@ int
 kvr_jtest_apply(kvr_jinja_render_t *r, int id, kvr_jv_t v, kvr_jv_t *args,
     uint32_t nargs)
 {
-    kvr_jv_t  m;
+    int  rc;
 
     if (id <= T_CALLABLE && nargs != 0) {
         kvr_jfail(r, KVR_JINJA_ERROR, "test takes 1 positional argument "
                   "but %u were given", nargs + 1);
     }
 
+    rc = kvr_jtest_type(r, id, v);
+    if (rc >= 0) {
+        return rc;
+    }
+
+    if (id == T_ODD || id == T_EVEN || id == T_LOWER || id == T_UPPER) {
+        if (nargs != 0) {
+            kvr_jfail(r, KVR_JINJA_ERROR, "test takes no arguments");
+        }
+
+    } else if (nargs != 1) {
+        kvr_jfail(r, KVR_JINJA_ERROR, "test takes one argument");
+    }
+
+    return kvr_jtest_value(r, id, v, args);
+}
+
+
+/* the tests of a value's type (no argument); -1 for another test */
+static int
+kvr_jtest_type(kvr_jinja_render_t *r, int id, kvr_jv_t v)
+{
     switch (id) {
     case T_DEFINED:
         return v.type != KVR_JV_UNDEF;
@@ -101,16 +127,17 @@ kvr_jtest_apply(kvr_jinja_render_t *r, int id, kvr_jv_t v, kvr_jv_t *args,
                || v.type == KVR_JV_METHOD || v.type == KVR_JV_MACRO
                || v.type == KVR_JV_LOOP;
     default:
-        break;
+        return -1;
     }
+}
 
-    if (id == T_ODD || id == T_EVEN || id == T_LOWER || id == T_UPPER) {
-        if (nargs != 0) {
-            kvr_jfail(r, KVR_JINJA_ERROR, "test takes no arguments");
-        }
-    } else if (nargs != 1) {
-        kvr_jfail(r, KVR_JINJA_ERROR, "test takes one argument");
-    }
+
+/* the tests of a value, against args[0] for those that take one */
+static int
+kvr_jtest_value(kvr_jinja_render_t *r, int id, kvr_jv_t v, kvr_jv_t *args)
+{
+    uint32_t  i;
+    kvr_jv_t  m;
 
     switch (id) {
     case T_SAMEAS:
@@ -130,8 +157,8 @@ kvr_jtest_apply(kvr_jinja_render_t *r, int id, kvr_jv_t v, kvr_jv_t *args,
             return kvr_jdict_get(m.u.dict, v) != NULL;
         }
         if (m.type == KVR_JV_LIST) {
-            for (nargs = 0; nargs < m.u.list->n; nargs++) {
-                if (kvr_jv_eq(m.u.list->items[nargs], v)) {
+            for (i = 0; i < m.u.list->n; i++) {
+                if (kvr_jv_eq(m.u.list->items[i], v)) {
                     return 1;
                 }
             }
@@ -174,8 +201,8 @@ kvr_jtest_apply(kvr_jinja_render_t *r, int id, kvr_jv_t v, kvr_jv_t *args,
         v = kvr_jv_to_string(r, v);
         m = kvr_jcase(r, v, id == T_LOWER ? 'l' : 'u');
         /* python: at least one cased character and no opposite case */
-        for (nargs = 0; nargs < v.len; nargs++) {
-            if ((v.u.s[nargs] | 0x20) >= 'a' && (v.u.s[nargs] | 0x20) <= 'z') {
+        for (i = 0; i < v.len; i++) {
+            if ((v.u.s[i] | 0x20) >= 'a' && (v.u.s[i] | 0x20) <= 'z') {
                 return memcmp(m.u.s, v.u.s, v.len) == 0;
             }
         }

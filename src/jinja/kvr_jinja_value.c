@@ -1149,15 +1149,33 @@ kvr_jwrite_newline(kvr_jinja_render_t *r, kvr_jsink_t *s, int indent,
 }
 
 
+/* how tojson writes: python's json.dumps arguments */
+typedef struct {
+    int                  indent;    /* -1: all on one line */
+    const char          *item_sep;
+    const char          *key_sep;
+    int                  sort_keys;
+} kvr_jjson_fmt_t;
+
+
+static void kvr_jwrite_json_list(kvr_jinja_render_t *r, kvr_jsink_t *s,
+    kvr_jv_t v, const kvr_jjson_fmt_t *fmt, int level);
+static void kvr_jwrite_json_dict(kvr_jinja_render_t *r, kvr_jsink_t *s,
+    kvr_jdict_t *d, const kvr_jjson_fmt_t *fmt, int level);
+static uint32_t *kvr_jjson_order(kvr_jinja_render_t *r, kvr_jdict_t *d,
+    int sort_keys);
+static void kvr_jwrite_json_key(kvr_jinja_render_t *r, kvr_jsink_t *s,
+    kvr_jv_t k, int level);
+
+
 /* json.dumps(v, ensure_ascii=False, indent, separators, sort_keys) */
 void
 kvr_jv_write_json(kvr_jinja_render_t *r, kvr_jsink_t *s, kvr_jv_t v,
     int indent, const char *item_sep, const char *key_sep, int sort_keys,
     int level)
 {
-    char       buf[40];
-    uint32_t   i, j, n, *order, t;
-    kvr_jv_t   k;
+    char              buf[40];
+    kvr_jjson_fmt_t   fmt;
 
     if (level > 200) {
         kvr_jfail(r, KVR_JINJA_LIMIT, "tojson nested too deep");
@@ -1193,102 +1211,19 @@ kvr_jv_write_json(kvr_jinja_render_t *r, kvr_jsink_t *s, kvr_jv_t v,
         return;
 
     case KVR_JV_LIST:
-        if (v.flags & KVR_JV_OPAQUE) {
-            kvr_jfail(r, KVR_JINJA_ERROR, "Object of type generator is not "
-                      "JSON serializable");
-        }
-        n = v.u.list->n;
-        if (n == 0) {
-            kvr_jsink_puts(r, s, "[]");
-            return;
-        }
-        kvr_jsink_puts(r, s, "[");
-        for (i = 0; i < n; i++) {
-            if (i) {
-                kvr_jsink_puts(r, s, item_sep);
-            }
-            if (indent >= 0) {
-                kvr_jwrite_newline(r, s, indent, level + 1);
-            }
-            kvr_jv_write_json(r, s, v.u.list->items[i], indent, item_sep,
-                              key_sep, sort_keys, level + 1);
-        }
-        if (indent >= 0) {
-            kvr_jwrite_newline(r, s, indent, level);
-        }
-        kvr_jsink_puts(r, s, "]");
-        return;
-
     case KVR_JV_DICT:
-        n = v.u.dict->n;
-        if (n == 0) {
-            kvr_jsink_puts(r, s, "{}");
-            return;
+        fmt.indent = indent;
+        fmt.item_sep = item_sep;
+        fmt.key_sep = key_sep;
+        fmt.sort_keys = sort_keys;
+
+        if (v.type == KVR_JV_LIST) {
+            kvr_jwrite_json_list(r, s, v, &fmt, level);
+
+        } else {
+            kvr_jwrite_json_dict(r, s, v.u.dict, &fmt, level);
         }
 
-        order = kvr_jr_alloc(r, n * sizeof(uint32_t));
-        for (i = 0; i < n; i++) {
-            order[i] = i;
-            k = v.u.dict->keys[i];
-            if (k.type != KVR_JV_STR && sort_keys) {
-                kvr_jfail(r, KVR_JINJA_UNSUPPORTED,
-                          "tojson sort_keys with non-string keys");
-            }
-        }
-
-        if (sort_keys) {
-            /* insertion sort is enough for the sizes allowed here */
-            if (n > 4096) {
-                kvr_jfail(r, KVR_JINJA_LIMIT, "tojson sort_keys: dict too "
-                          "large");
-            }
-            for (i = 1; i < n; i++) {
-                t = order[i];
-                for (j = i; j > 0 && kvr_jv_cmp(r, v.u.dict->keys[order[j - 1]],
-                                                v.u.dict->keys[t]) > 0; j--)
-                {
-                    order[j] = order[j - 1];
-                }
-                order[j] = t;
-            }
-        }
-
-        kvr_jsink_puts(r, s, "{");
-        for (i = 0; i < n; i++) {
-            if (i) {
-                kvr_jsink_puts(r, s, item_sep);
-            }
-            if (indent >= 0) {
-                kvr_jwrite_newline(r, s, indent, level + 1);
-            }
-            k = v.u.dict->keys[order[i]];
-            switch (k.type) {
-            case KVR_JV_STR:
-                kvr_jwrite_json_str(r, s, k.u.s, k.len);
-                break;
-            case KVR_JV_NONE:
-                kvr_jsink_puts(r, s, "\"null\"");
-                break;
-            case KVR_JV_BOOL:
-            case KVR_JV_INT:
-            case KVR_JV_FLOAT:
-                kvr_jsink_puts(r, s, "\"");
-                kvr_jv_write_json(r, s, k, -1, "", "", 0, level + 1);
-                kvr_jsink_puts(r, s, "\"");
-                break;
-            default:
-                kvr_jfail(r, KVR_JINJA_ERROR, "keys must be str, int, "
-                          "float, bool or None, not %s",
-                          kvr_jv_type_name(k));
-            }
-            kvr_jsink_puts(r, s, key_sep);
-            kvr_jv_write_json(r, s, v.u.dict->vals[order[i]], indent,
-                              item_sep, key_sep, sort_keys, level + 1);
-        }
-        if (indent >= 0) {
-            kvr_jwrite_newline(r, s, indent, level);
-        }
-        kvr_jsink_puts(r, s, "}");
         return;
 
     case KVR_JV_UNDEF:
@@ -1298,6 +1233,151 @@ kvr_jv_write_json(kvr_jinja_render_t *r, kvr_jsink_t *s, kvr_jv_t v,
     default:
         kvr_jfail(r, KVR_JINJA_ERROR, "Object of type %s is not JSON "
                   "serializable", kvr_jv_type_name(v));
+    }
+}
+
+
+static void
+kvr_jwrite_json_list(kvr_jinja_render_t *r, kvr_jsink_t *s, kvr_jv_t v,
+    const kvr_jjson_fmt_t *fmt, int level)
+{
+    uint32_t  i, n;
+
+    if (v.flags & KVR_JV_OPAQUE) {
+        kvr_jfail(r, KVR_JINJA_ERROR, "Object of type generator is not "
+                  "JSON serializable");
+    }
+
+    n = v.u.list->n;
+
+    if (n == 0) {
+        kvr_jsink_puts(r, s, "[]");
+        return;
+    }
+
+    kvr_jsink_puts(r, s, "[");
+
+    for (i = 0; i < n; i++) {
+        if (i) {
+            kvr_jsink_puts(r, s, fmt->item_sep);
+        }
+        if (fmt->indent >= 0) {
+            kvr_jwrite_newline(r, s, fmt->indent, level + 1);
+        }
+        kvr_jv_write_json(r, s, v.u.list->items[i], fmt->indent,
+                          fmt->item_sep, fmt->key_sep, fmt->sort_keys,
+                          level + 1);
+    }
+
+    if (fmt->indent >= 0) {
+        kvr_jwrite_newline(r, s, fmt->indent, level);
+    }
+
+    kvr_jsink_puts(r, s, "]");
+}
+
+
+static void
+kvr_jwrite_json_dict(kvr_jinja_render_t *r, kvr_jsink_t *s, kvr_jdict_t *d,
+    const kvr_jjson_fmt_t *fmt, int level)
+{
+    uint32_t   i, n, *order;
+
+    n = d->n;
+
+    if (n == 0) {
+        kvr_jsink_puts(r, s, "{}");
+        return;
+    }
+
+    order = kvr_jjson_order(r, d, fmt->sort_keys);
+
+    kvr_jsink_puts(r, s, "{");
+
+    for (i = 0; i < n; i++) {
+        if (i) {
+            kvr_jsink_puts(r, s, fmt->item_sep);
+        }
+        if (fmt->indent >= 0) {
+            kvr_jwrite_newline(r, s, fmt->indent, level + 1);
+        }
+        kvr_jwrite_json_key(r, s, d->keys[order[i]], level);
+        kvr_jsink_puts(r, s, fmt->key_sep);
+        kvr_jv_write_json(r, s, d->vals[order[i]], fmt->indent,
+                          fmt->item_sep, fmt->key_sep, fmt->sort_keys,
+                          level + 1);
+    }
+
+    if (fmt->indent >= 0) {
+        kvr_jwrite_newline(r, s, fmt->indent, level);
+    }
+
+    kvr_jsink_puts(r, s, "}");
+}
+
+
+/* the order a dict's keys are written in: as inserted, or sorted */
+static uint32_t *
+kvr_jjson_order(kvr_jinja_render_t *r, kvr_jdict_t *d, int sort_keys)
+{
+    uint32_t   i, j, n, t, *order;
+
+    n = d->n;
+    order = kvr_jr_alloc(r, n * sizeof(uint32_t));
+
+    for (i = 0; i < n; i++) {
+        order[i] = i;
+        if (d->keys[i].type != KVR_JV_STR && sort_keys) {
+            kvr_jfail(r, KVR_JINJA_UNSUPPORTED,
+                      "tojson sort_keys with non-string keys");
+        }
+    }
+
+    if (!sort_keys) {
+        return order;
+    }
+
+    /* insertion sort is enough for the sizes allowed here */
+    if (n > 4096) {
+        kvr_jfail(r, KVR_JINJA_LIMIT, "tojson sort_keys: dict too large");
+    }
+
+    for (i = 1; i < n; i++) {
+        t = order[i];
+        for (j = i; j > 0 && kvr_jv_cmp(r, d->keys[order[j - 1]],
+                                        d->keys[t]) > 0; j--)
+        {
+            order[j] = order[j - 1];
+        }
+        order[j] = t;
+    }
+
+    return order;
+}
+
+
+/* a key as python's json writes it: strs, and scalars quoted */
+static void
+kvr_jwrite_json_key(kvr_jinja_render_t *r, kvr_jsink_t *s, kvr_jv_t k,
+    int level)
+{
+    switch (k.type) {
+    case KVR_JV_STR:
+        kvr_jwrite_json_str(r, s, k.u.s, k.len);
+        break;
+    case KVR_JV_NONE:
+        kvr_jsink_puts(r, s, "\"null\"");
+        break;
+    case KVR_JV_BOOL:
+    case KVR_JV_INT:
+    case KVR_JV_FLOAT:
+        kvr_jsink_puts(r, s, "\"");
+        kvr_jv_write_json(r, s, k, -1, "", "", 0, level + 1);
+        kvr_jsink_puts(r, s, "\"");
+        break;
+    default:
+        kvr_jfail(r, KVR_JINJA_ERROR, "keys must be str, int, float, bool "
+                  "or None, not %s", kvr_jv_type_name(k));
     }
 }
 
