@@ -25,6 +25,14 @@ typedef struct {
 static void kvr_kvstate_drop(void *data, uint64_t engine, uint64_t key);
 static int kvr_kvstate_gpu(const kvr_event_t *ev);
 static int kvr_kvstate_main(kvr_kvstate_t *st, const kvr_event_t *ev);
+static void kvr_kvstate_cleared(kvr_kvstate_t *st, kvr_index_t *ix);
+static void kvr_kvstate_removed(kvr_kvstate_t *st, kvr_index_t *ix,
+    const kvr_event_t *ev);
+static void kvr_kvstate_stored(kvr_kvstate_t *st, kvr_index_t *ix,
+    const kvr_event_t *ev);
+static uint64_t kvr_kvstate_seed(const kvr_event_t *ev);
+static void kvr_kvstate_store(kvr_kvstate_t *st, kvr_index_t *ix,
+    const kvr_event_t *ev, uint64_t parent, uint64_t seed);
 static int kvr_kvstate_handler(void *data, const kvr_event_batch_t *batch,
     const kvr_event_t *ev);
 
@@ -199,13 +207,6 @@ kvr_kvstate_drop(void *data, uint64_t engine, uint64_t key)
 void
 kvr_kvstate_apply(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev)
 {
-    int        found;
-    size_t     i, j, n, done;
-    unsigned   have;
-    uint32_t   put;
-    uint64_t   seed, parent, key, last, keys[KVR_KVSTATE_CHUNK];
-    uint8_t    id[1 + sizeof(int64_t)];
-
     if (ev->type != KVR_EVENT_ALL_BLOCKS_CLEARED) {
 
         /* the GPU tier's full-attention group is the routing index */
@@ -224,36 +225,64 @@ kvr_kvstate_apply(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev)
     switch (ev->type) {
 
     case KVR_EVENT_ALL_BLOCKS_CLEARED:
-        st->stats.cleared++;
-
-        /* the sequence goes on: a gap right after a clear still counts */
-        last = st->last_seq;
-        have = st->have_seq;
-        kvr_kvstate_reset(st, ix);
-        st->last_seq = last;
-        st->have_seq = have;
+        kvr_kvstate_cleared(st, ix);
         return;
 
     case KVR_EVENT_BLOCK_REMOVED:
-
-        for (i = 0; i < ev->n_hashes; i++) {
-            if (kvr_emap_remove(st->handles, ev->hashes[i], &key) < 0) {
-                st->stats.unknown_removed++;
-                continue;
-            }
-
-            kvr_index_remove_ref(ix, st->slot, key);
-            st->stats.removed++;
-        }
-
+        kvr_kvstate_removed(st, ix, ev);
         return;
 
     case KVR_EVENT_BLOCK_STORED:
-        break;
+        kvr_kvstate_stored(st, ix, ev);
+        return;
 
     default:
         return;
     }
+}
+
+
+static void
+kvr_kvstate_cleared(kvr_kvstate_t *st, kvr_index_t *ix)
+{
+    unsigned  have;
+    uint64_t  last;
+
+    st->stats.cleared++;
+
+    /* the sequence goes on: a gap right after a clear still counts */
+    last = st->last_seq;
+    have = st->have_seq;
+    kvr_kvstate_reset(st, ix);
+    st->last_seq = last;
+    st->have_seq = have;
+}
+
+
+static void
+kvr_kvstate_removed(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev)
+{
+    size_t    i;
+    uint64_t  key;
+
+    for (i = 0; i < ev->n_hashes; i++) {
+        if (kvr_emap_remove(st->handles, ev->hashes[i], &key) < 0) {
+            st->stats.unknown_removed++;
+            continue;
+        }
+
+        kvr_index_remove_ref(ix, st->slot, key);
+        st->stats.removed++;
+    }
+}
+
+
+/* a BlockStored whose blocks kvroute can key as requests are keyed */
+static void
+kvr_kvstate_stored(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev)
+{
+    int       found;
+    uint64_t  parent;
 
     /*
      * a partial block (recent vLLM: one hash, block_size the tokens it
@@ -292,17 +321,37 @@ kvr_kvstate_apply(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev)
         }
     }
 
+    kvr_kvstate_store(st, ix, ev, parent, kvr_kvstate_seed(ev));
+}
+
+
+/* the keys' seed: the LoRA adapter's name, as requests name it */
+static uint64_t
+kvr_kvstate_seed(const kvr_event_t *ev)
+{
+    uint8_t  id[1 + sizeof(int64_t)];
+
     /* a LoRA adapter known by its id alone: a seed no request makes */
 
     if (ev->lora_name == NULL && ev->has_lora_id) {
         id[0] = 0;
         memcpy(id + 1, &ev->lora_id, sizeof(int64_t));
-        seed = kvr_hash_seed((const char *) id, sizeof(id), NULL, 0);
-
-    } else {
-        seed = kvr_hash_seed((const char *) ev->lora_name, ev->lora_name_len,
-                             NULL, 0);
+        return kvr_hash_seed((const char *) id, sizeof(id), NULL, 0);
     }
+
+    return kvr_hash_seed((const char *) ev->lora_name, ev->lora_name_len,
+                         NULL, 0);
+}
+
+
+/* the blocks' keys, chained from parent, mapped and added to the index */
+static void
+kvr_kvstate_store(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev,
+    uint64_t parent, uint64_t seed)
+{
+    size_t    j, n, done;
+    uint32_t  put;
+    uint64_t  keys[KVR_KVSTATE_CHUNK];
 
     /* extra keys a request cannot reproduce: one block a round */
 

@@ -39,9 +39,10 @@ static const kvr_jname_t  kvr_jfilters[] = {
 
 
 static kvr_jv_t kvr_jlength(kvr_jinja_render_t *r, kvr_jv_t v);
-static kvr_jv_t kvr_jattr_path(kvr_jinja_render_t *r, kvr_jv_t v, kvr_jv_t path);
-static kvr_jv_t kvr_jselect(kvr_jinja_render_t *r, kvr_jv_t seq, kvr_jv_t *args,
-    uint32_t nargs, int by_attr, int keep);
+static kvr_jv_t kvr_jattr_path(kvr_jinja_render_t *r, kvr_jv_t v,
+    kvr_jv_t path);
+static kvr_jv_t kvr_jselect(kvr_jinja_render_t *r, kvr_jv_t seq,
+    kvr_jv_t *args, uint32_t nargs, int by_attr, int keep);
 static kvr_jv_t kvr_jmap(kvr_jinja_render_t *r, kvr_jv_t seq, kvr_jv_t *args,
     uint32_t nargs, const char **kwn, uint32_t *kwl, kvr_jv_t *kwv,
     uint32_t nkw);
@@ -55,12 +56,12 @@ static kvr_jv_t kvr_jto_int(kvr_jinja_render_t *r, kvr_jv_t v, kvr_jv_t def);
 static kvr_jv_t kvr_jto_float(kvr_jinja_render_t *r, kvr_jv_t v, kvr_jv_t def);
 static void kvr_jsort(kvr_jinja_render_t *r, kvr_jv_t *keys, kvr_jv_t *vals,
     uint32_t n, kvr_jv_t *tk, kvr_jv_t *tv, int reverse);
-static kvr_jv_t kvr_jsort_filter(kvr_jinja_render_t *r, kvr_jv_t seq, kvr_jv_t *args,
-    uint32_t nargs, const char **kwn, uint32_t *kwl, kvr_jv_t *kwv,
-    uint32_t nkw);
-static kvr_jv_t kvr_jdictsort(kvr_jinja_render_t *r, kvr_jv_t v, kvr_jv_t *args,
-    uint32_t nargs, const char **kwn, uint32_t *kwl, kvr_jv_t *kwv,
-    uint32_t nkw);
+static kvr_jv_t kvr_jsort_filter(kvr_jinja_render_t *r, kvr_jv_t seq,
+    kvr_jv_t *args, uint32_t nargs, const char **kwn, uint32_t *kwl,
+    kvr_jv_t *kwv, uint32_t nkw);
+static kvr_jv_t kvr_jdictsort(kvr_jinja_render_t *r, kvr_jv_t v,
+    kvr_jv_t *args, uint32_t nargs, const char **kwn, uint32_t *kwl,
+    kvr_jv_t *kwv, uint32_t nkw);
 
 
 int

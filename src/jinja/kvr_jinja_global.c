@@ -29,7 +29,8 @@ static const kvr_jname_t  kvr_jglobals[] = {
 };
 
 
-static kvr_jv_t kvr_jrange(kvr_jinja_render_t *r, kvr_jv_t *args, uint32_t nargs);
+static kvr_jv_t kvr_jrange(kvr_jinja_render_t *r, kvr_jv_t *args,
+    uint32_t nargs);
 
 
 int

@@ -77,6 +77,15 @@ typedef struct {
 } kvr_render_frame_t;
 
 
+/* where kvr_render_walk() goes after a value (kvr_render_ascend) */
+enum {
+    KVR_RENDER_FAILED = -1,
+    KVR_RENDER_DONE = 0,
+    KVR_RENDER_DESCEND,
+    KVR_RENDER_MEMBER
+};
+
+
 static void kvr_render_open(kvr_render_t *r, size_t max, size_t hint,
     kvr_request_sink_pt sink, void *data);
 static void kvr_render_flush(kvr_render_t *r);
@@ -92,6 +101,10 @@ static int kvr_render_add(kvr_render_t *r, const char *p, size_t n);
 static inline int kvr_render_put(kvr_render_t *r, const char *p, size_t n);
 static int kvr_render_json(kvr_render_t *r, const kvr_json_doc_t *doc,
     uint32_t root);
+static int kvr_render_walk(kvr_render_t *r, const kvr_json_doc_t *doc,
+    uint32_t v, kvr_render_frame_t *frames, uint32_t *keys, uint32_t *tmp);
+static int kvr_render_ascend(kvr_render_t *r, const kvr_json_doc_t *doc,
+    kvr_render_frame_t *frames, size_t *depth, size_t *sp, uint32_t *v);
 static uint32_t kvr_render_sort_members(const kvr_json_doc_t *doc,
     uint32_t obj, uint32_t *keys, uint32_t *tmp);
 static int kvr_render_same_key(const kvr_json_doc_t *doc, uint32_t a,
@@ -534,11 +547,11 @@ kvr_render_string(kvr_render_t *r, const kvr_json_doc_t *doc, uint32_t str)
 static int
 kvr_render_json(kvr_render_t *r, const kvr_json_doc_t *doc, uint32_t root)
 {
-    size_t                  n_sub, depth, sp, room;
+    int                     rc;
+    size_t                  n_sub, depth, room;
     void                   *mem;
-    uint32_t                v, k, *keys, *tmp, total;
-    kvr_render_frame_t     *frames, *f;
-    const kvr_json_node_t  *node;
+    uint32_t               *keys;
+    kvr_render_frame_t     *frames;
 
     /* every node renders to a byte at least: bounded before allocating */
     n_sub = doc->nodes[root].end - root;
@@ -574,11 +587,27 @@ kvr_render_json(kvr_render_t *r, const kvr_json_doc_t *doc, uint32_t root)
 
     frames = mem;
     keys = (uint32_t *) (frames + depth);
-    tmp = keys + n_sub;
+
+    rc = kvr_render_walk(r, doc, root, frames, keys, keys + n_sub);
+
+    free(mem);
+
+    return rc;
+}
+
+
+/* kvr_render_json()'s walk: frames and keys (with tmp) are its stacks */
+static int
+kvr_render_walk(kvr_render_t *r, const kvr_json_doc_t *doc, uint32_t v,
+    kvr_render_frame_t *frames, uint32_t *keys, uint32_t *tmp)
+{
+    size_t                  depth, sp;
+    uint32_t                k, total;
+    kvr_render_frame_t     *f;
+    const kvr_json_node_t  *node;
 
     depth = 0;
     sp = 0;
-    v = root;
 
 descend:
 
@@ -589,14 +618,14 @@ descend:
     case KVR_JSON_ARRAY:
         if (node->end == v + 1) {
             if (kvr_render_put(r, "[]", 2) != 0) {
-                goto failed;
+                return -1;
             }
 
             goto ascend;
         }
 
         if (kvr_render_put(r, "[", 1) != 0) {
-            goto failed;
+            return -1;
         }
 
         f = &frames[depth++];
@@ -608,14 +637,14 @@ descend:
     case KVR_JSON_OBJECT:
         if (node->end == v + 1) {
             if (kvr_render_put(r, "{}", 2) != 0) {
-                goto failed;
+                return -1;
             }
 
             goto ascend;
         }
 
         if (kvr_render_put(r, "{", 1) != 0) {
-            goto failed;
+            return -1;
         }
 
         total = kvr_json_count(doc, v);
@@ -630,7 +659,7 @@ descend:
 
     default:
         if (kvr_render_put(r, doc->input + node->off, node->len) != 0) {
-            goto failed;
+            return -1;
         }
 
         goto ascend;
@@ -646,7 +675,7 @@ member:
     if (kvr_render_put(r, doc->input + node->off, node->len) != 0
         || kvr_render_put(r, ":", 1) != 0)
     {
-        goto failed;
+        return -1;
     }
 
     v = k + 1;
@@ -654,54 +683,80 @@ member:
 
 ascend:
 
-    if (depth == 0) {
-        free(mem);
+    switch (kvr_render_ascend(r, doc, frames, &depth, &sp, &v)) {
+
+    case KVR_RENDER_DESCEND:
+        goto descend;
+
+    case KVR_RENDER_MEMBER:
+        f = &frames[depth - 1];
+        goto member;
+
+    case KVR_RENDER_DONE:
         return 0;
+
+    default:
+        return -1;
     }
+}
 
-    f = &frames[depth - 1];
 
-    if (kvr_json_type(doc, f->node) == KVR_JSON_ARRAY) {
-        v = doc->nodes[f->pos].end;
+/*
+ * After a value: the next element of the innermost open array (*v), the
+ * next member of the innermost open object, or the containers that are
+ * complete closed, up to the root (done).
+ */
+static int
+kvr_render_ascend(kvr_render_t *r, const kvr_json_doc_t *doc,
+    kvr_render_frame_t *frames, size_t *depth, size_t *sp, uint32_t *v)
+{
+    uint32_t             next;
+    kvr_render_frame_t  *f;
 
-        if (v < doc->nodes[f->node].end) {
-            if (kvr_render_put(r, ",", 1) != 0) {
-                goto failed;
+    for ( ;; ) {
+
+        if (*depth == 0) {
+            return KVR_RENDER_DONE;
+        }
+
+        f = &frames[*depth - 1];
+
+        if (kvr_json_type(doc, f->node) == KVR_JSON_ARRAY) {
+            next = doc->nodes[f->pos].end;
+
+            if (next < doc->nodes[f->node].end) {
+                if (kvr_render_put(r, ",", 1) != 0) {
+                    return KVR_RENDER_FAILED;
+                }
+
+                f->pos = next;
+                *v = next;
+                return KVR_RENDER_DESCEND;
             }
 
-            f->pos = v;
-            goto descend;
+            if (kvr_render_put(r, "]", 1) != 0) {
+                return KVR_RENDER_FAILED;
+            }
+
+            (*depth)--;
+            continue;
         }
 
-        if (kvr_render_put(r, "]", 1) != 0) {
-            goto failed;
+        if (f->pos < f->count) {
+            if (kvr_render_put(r, ",", 1) != 0) {
+                return KVR_RENDER_FAILED;
+            }
+
+            return KVR_RENDER_MEMBER;
         }
 
-        depth--;
-        goto ascend;
-    }
-
-    if (f->pos < f->count) {
-        if (kvr_render_put(r, ",", 1) != 0) {
-            goto failed;
+        if (kvr_render_put(r, "}", 1) != 0) {
+            return KVR_RENDER_FAILED;
         }
 
-        goto member;
+        *sp = f->base;
+        (*depth)--;
     }
-
-    if (kvr_render_put(r, "}", 1) != 0) {
-        goto failed;
-    }
-
-    sp = f->base;
-    depth--;
-    goto ascend;
-
-failed:
-
-    free(mem);
-
-    return -1;
 }
 
 
