@@ -25,6 +25,7 @@
 #include <jansson.h>
 
 #include "kvr_chat.h"
+#include "kvr_part.h"
 #include "kvr_request.h"
 
 
@@ -488,7 +489,7 @@ kvr_chat_content(kvr_chat_ctx_t *cx, uint32_t node)
         }
 
         /* thinking parts, as media, are left to the engine: text keys */
-        kind = kvr_request_part(cx->doc, part, &text);
+        kind = kvr_part_of(cx->doc, part, &text);
 
         if (kind != KVR_PART_TEXT && kind != KVR_PART_REFUSAL) {
             kvr_chat_fail(cx, KVR_JINJA_UNSUPPORTED, "non-text content part");

@@ -10,7 +10,7 @@
  * - A message without a string "role" renders as "user".  Since every
  *   message renders its markers, only an empty "messages" array gives
  *   KVR_PARSE_EMPTY_PROMPT.
- * - Content parts follow vLLM's parsers (kvr_request_part()); parts
+ * - Content parts follow vLLM's parsers (kvr_part_of()); parts
  *   without text (images, audio) and parts without their string field
  *   are skipped.
  * - "tools" and "tool_calls" render as compact JSON with object keys
@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kvr_part.h"
 #include "kvr_render.h"
 
 
@@ -377,7 +378,7 @@ kvr_render_content(kvr_render_t *r, const kvr_json_doc_t *doc,
          part = kvr_json_next(doc, content, part))
     {
         /* parts without their text (images, audio, ...) are skipped */
-        if (kvr_request_part(doc, part, &text) == KVR_PART_OTHER
+        if (kvr_part_of(doc, part, &text) == KVR_PART_OTHER
             || text == 0)
         {
             continue;

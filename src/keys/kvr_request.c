@@ -17,7 +17,7 @@
  * - model and cache_salt are decoded into one small owned block, since
  *   the body may be freed once kvr_request_parse() returns.
  * - Chat bodies are rendered with a placeholder template (kvr_render.h);
- *   content parts are classified here (kvr_request_part()) for it and
+ *   content parts are classified here (kvr_part_of()) for it and
  *   for the model's own template (kvr_chat.c) alike.
  */
 
@@ -28,7 +28,6 @@
 
 
 #define KVR_REQUEST_JSON_FLAGS  KVR_JSON_NUMBER_RANGE
-
 
 
 static kvr_parse_status_e kvr_request_fields(kvr_request_t *req);
@@ -355,68 +354,6 @@ kvr_request_copy_ids(kvr_request_t *req, uint32_t list, size_t max_prompt)
     req->n_ids = n;
 
     return KVR_PARSE_OK;
-}
-
-
-
-
-
-
-/*
- * The part kinds vLLM's content parsers take text from, each from its
- * field: "text", "input_text", "output_text" from "text", "refusal" and
- * "thinking" from fields of their names
- */
-
-kvr_part_e
-kvr_request_part(const kvr_json_doc_t *doc, uint32_t part, uint32_t *text)
-{
-    size_t       field_len;
-    uint32_t     type, node;
-    kvr_part_e   kind;
-    const char  *field;
-
-    *text = 0;
-
-    if (kvr_json_type(doc, part) != KVR_JSON_OBJECT) {
-        return KVR_PART_OTHER;
-    }
-
-    type = kvr_json_find(doc, part, "type", 4);
-
-    if (type == 0) {
-        return KVR_PART_OTHER;
-    }
-
-    if (kvr_json_string_eq(doc, type, "text", 4)
-        || kvr_json_string_eq(doc, type, "input_text", 10)
-        || kvr_json_string_eq(doc, type, "output_text", 11))
-    {
-        kind = KVR_PART_TEXT;
-        field = "text";
-        field_len = 4;
-
-    } else if (kvr_json_string_eq(doc, type, "refusal", 7)) {
-        kind = KVR_PART_REFUSAL;
-        field = "refusal";
-        field_len = 7;
-
-    } else if (kvr_json_string_eq(doc, type, "thinking", 8)) {
-        kind = KVR_PART_THINKING;
-        field = "thinking";
-        field_len = 8;
-
-    } else {
-        return KVR_PART_OTHER;
-    }
-
-    node = kvr_json_find(doc, part, field, field_len);
-
-    if (node && kvr_json_type(doc, node) == KVR_JSON_STRING) {
-        *text = node;
-    }
-
-    return kind;
 }
 
 

@@ -70,14 +70,6 @@ typedef struct {
 } kvr_request_t;
 
 
-/* a chat message's content part, by the field vLLM takes its text from */
-typedef enum {
-    KVR_PART_OTHER = 0,         /* no text: images, audio, unknown, ... */
-    KVR_PART_TEXT,              /* text, input_text, output_text: "text" */
-    KVR_PART_REFUSAL,           /* "refusal" */
-    KVR_PART_THINKING           /* "thinking" */
-} kvr_part_e;
-
 
 /* receives the rendered prompt piece by piece, in order */
 typedef void (*kvr_request_sink_pt)(void *data, const char *p, size_t len);
@@ -107,13 +99,6 @@ kvr_parse_status_e kvr_request_prompt(kvr_request_t *req, kvr_endpoint_e ep,
     size_t max_prompt, kvr_request_sink_pt sink, void *data);
 
 void kvr_request_free(kvr_request_t *req);
-
-/*
- * The kind of content part node part of doc; *text is its text's string
- * node, or 0 when a text kind lacks it (or it is not a string).
- */
-kvr_part_e kvr_request_part(const kvr_json_doc_t *doc, uint32_t part,
-    uint32_t *text);
 
 /* short stable name of a status for logs and variables, e.g. "not-json" */
 const char *kvr_parse_status_name(kvr_parse_status_e status);

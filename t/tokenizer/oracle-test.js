@@ -172,6 +172,9 @@ async function oracle(tok, cases) {
       enc.forEach((e, j) => { ids[idx[i + j]] = Array.from(e.getIds()); });
     }
   }
+  // a completions body with an empty prompt is not keyed: the module falls
+  // back to ordinary balancing (kvr_keys), and the CLI says why
+  cases.forEach((c, i) => { if (c.prompt === '') ids[i] = 'error: empty-prompt'; });
   return ids;
 }
 
