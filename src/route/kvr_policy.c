@@ -18,6 +18,17 @@ static size_t kvr_policy_pick_dynamo(const kvr_policy_conf_t *conf,
 static size_t kvr_policy_pick_cost(const kvr_policy_conf_t *conf,
     const kvr_candidate_t *cand, size_t n, const kvr_demand_t *demand,
     kvr_pick_e *why);
+static size_t kvr_policy_pick_ttft(const kvr_policy_conf_t *conf,
+    const kvr_candidate_t *cand, size_t n, const kvr_demand_t *demand,
+    kvr_pick_e *why);
+static double kvr_policy_ttft_cost(const kvr_policy_conf_t *conf,
+    const kvr_candidate_t *cand, const kvr_demand_t *demand,
+    uint32_t max_overlap);
+static int kvr_policy_cheaper(const kvr_candidate_t *cand, size_t i,
+    double cost, uint64_t tie, size_t best, double best_cost,
+    uint64_t best_tie);
+static kvr_pick_e kvr_policy_why(const kvr_candidate_t *cand, size_t best,
+    uint32_t max_overlap);
 static size_t kvr_policy_longest(const kvr_candidate_t *cand, size_t n,
     const kvr_demand_t *demand, uint32_t max_overlap);
 static size_t kvr_policy_home(const kvr_candidate_t *cand, size_t n,
@@ -58,6 +69,10 @@ kvr_policy_pick(const kvr_policy_conf_t *conf, const kvr_candidate_t *cand,
 
     if (conf->policy == KVR_POLICY_COST) {
         return kvr_policy_pick_cost(conf, cand, n, demand, why);
+    }
+
+    if (conf->policy == KVR_POLICY_TTFT) {
+        return kvr_policy_pick_ttft(conf, cand, n, demand, why);
     }
 
     best = kvr_policy_pick_kvroute(conf, cand, n, demand, why);
@@ -564,6 +579,137 @@ kvr_policy_pick_cost(const kvr_policy_conf_t *conf,
 
 
 /*
+ * ttft: the time to this request's first token there, in prompt tokens of
+ * prefill, lower is better (README "How it decides"):
+ *
+ *   cost = (prefill ahead + uncached + decode * k) / weight
+ *          + evict * tokens   if the server lacks the prefix and its cache
+ *                             is full of other prefixes
+ *          + wait             if the blocks pinned there, this request's
+ *                             new ones and its output exceed its capacity
+ *
+ * prefill ahead: the uncached prompt tokens of requests sent there that
+ * have no first token yet; an engine prefills them before this one.  Each
+ * of the k requests in flight slows every step (decode).  An engine admits
+ * a request only when its KV cache has room for it: without room it waits
+ * for one in flight to end, whatever else the server offers (wait).
+ */
+
+static size_t
+kvr_policy_pick_ttft(const kvr_policy_conf_t *conf,
+    const kvr_candidate_t *cand, size_t n, const kvr_demand_t *demand,
+    kvr_pick_e *why)
+{
+    size_t    i, best;
+    double    cost, best_cost;
+    uint32_t  max_overlap;
+    uint64_t  tie, best_tie;
+
+    max_overlap = 0;
+
+    for (i = 0; i < n; i++) {
+        if (cand[i].overlap > max_overlap) {
+            max_overlap = cand[i].overlap;
+        }
+    }
+
+    best = 0;
+    best_cost = 0;
+    best_tie = 0;
+
+    for (i = 0; i < n; i++) {
+        cost = kvr_policy_ttft_cost(conf, &cand[i], demand, max_overlap);
+        tie = kvr_policy_mix(cand[i].id_hash, demand->random);
+
+        if (i == 0
+            || kvr_policy_cheaper(cand, i, cost, tie, best, best_cost,
+                                  best_tie))
+        {
+            best = i;
+            best_cost = cost;
+            best_tie = tie;
+        }
+    }
+
+    *why = kvr_policy_why(cand, best, max_overlap);
+
+    return best;
+}
+
+
+static double
+kvr_policy_ttft_cost(const kvr_policy_conf_t *conf,
+    const kvr_candidate_t *cand, const kvr_demand_t *demand,
+    uint32_t max_overlap)
+{
+    double    bs, cached, uncached, cost;
+    uint64_t  fresh;
+
+    bs = conf->block_size ? conf->block_size : 16;
+    cached = cand->overlap * bs;
+    uncached = cached < demand->tokens ? demand->tokens - cached : 0;
+
+    cost = ((double) cand->inflight_prefill + uncached
+            + conf->ttft_decode * cand->inflight)
+           / (cand->weight ? cand->weight : 1);
+
+    if ((max_overlap == 0 || cand->overlap < max_overlap)
+        && kvr_policy_no_room(cand, demand))
+    {
+        cost += conf->ttft_evict * demand->tokens;
+    }
+
+    fresh = demand->blocks > cand->pinned_own
+            ? demand->blocks - cand->pinned_own : 0;
+
+    if (cand->capacity
+        && cand->pinned + fresh + demand->out_blocks > cand->capacity)
+    {
+        cost += conf->ttft_wait;
+    }
+
+    return cost;
+}
+
+
+/*
+ * Whether candidate i beats the best so far.  Equal costs (an idle
+ * fleet): the longer overlap, then the fewer prefixes per unit of weight,
+ * so new prefixes partition evenly, then the tie hash.
+ */
+
+static int
+kvr_policy_cheaper(const kvr_candidate_t *cand, size_t i, double cost,
+    uint64_t tie, size_t best, double best_cost, uint64_t best_tie)
+{
+    if (cost != best_cost) {
+        return cost < best_cost;
+    }
+
+    if (cand[i].overlap != cand[best].overlap) {
+        return cand[i].overlap > cand[best].overlap;
+    }
+
+    return kvr_policy_fewer(&cand[i], &cand[best], tie, best_tie);
+}
+
+
+static kvr_pick_e
+kvr_policy_why(const kvr_candidate_t *cand, size_t best, uint32_t max_overlap)
+{
+    if (max_overlap == 0) {
+        return KVR_PICK_HOME;
+    }
+
+    if (cand[best].overlap == max_overlap) {
+        return KVR_PICK_OVERLAP;
+    }
+
+    return KVR_PICK_LOAD;
+}
+
+
+/*
  * whether one more prefix of this prompt's size would push another out of
  * the server's cache; without a known capacity, assume it would
  */
@@ -628,6 +774,10 @@ kvr_policy_from_name(const char *name, size_t len)
 
     if (len == 4 && memcmp(name, "cost", 4) == 0) {
         return KVR_POLICY_COST;
+    }
+
+    if (len == 4 && memcmp(name, "ttft", 4) == 0) {
+        return KVR_POLICY_TTFT;
     }
 
     return -1;

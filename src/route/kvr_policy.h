@@ -16,7 +16,8 @@
 typedef enum {
     KVR_POLICY_KVROUTE = 0,     /* prefix affinity with bounded load */
     KVR_POLICY_DYNAMO,          /* NVIDIA Dynamo's classic cost */
-    KVR_POLICY_COST             /* queueing against a miss and its eviction */
+    KVR_POLICY_COST,            /* queueing against a miss and its eviction */
+    KVR_POLICY_TTFT             /* prefill ahead, load, KV room, eviction */
 } kvr_policy_e;
 
 
@@ -42,6 +43,12 @@ typedef struct {
                                        a server, in prompt tokens */
     double         evict;           /* cost: weight of the prefix a miss
                                        pushes out of a full cache */
+    double         ttft_decode;     /* ttft: one request in flight, in
+                                       prompt tokens of prefill */
+    double         ttft_evict;      /* ttft: a miss on a full cache, in
+                                       prompts */
+    double         ttft_wait;       /* ttft: no KV room for the request,
+                                       in prompt tokens */
 } kvr_policy_conf_t;
 
 
@@ -55,6 +62,10 @@ typedef struct {
     uint64_t       cached_blocks;   /* blocks the index holds for it */
     uint64_t       capacity;        /* its cache size in blocks, 0 unknown */
     uint32_t       prefixes;        /* distinct prefixes cached there */
+    uint64_t       pinned;          /* ttft: blocks its requests in flight
+                                       pin, distinct, and their output */
+    uint32_t       pinned_own;      /* ttft: of this prompt's blocks, how
+                                       many are among those */
 } kvr_candidate_t;
 
 
@@ -65,6 +76,7 @@ typedef struct {
     uint32_t       share;           /* its prefix's share of the recent
                                        routes of all servers, in 1/1024 */
     uint64_t       random;          /* for tie breaks */
+    uint32_t       out_blocks;      /* ttft: blocks its output will take */
 } kvr_demand_t;
 
 
@@ -75,7 +87,7 @@ size_t kvr_policy_pick(const kvr_policy_conf_t *conf,
     const kvr_candidate_t *cand, size_t n, const kvr_demand_t *demand,
     kvr_pick_e *why);
 
-/* parses "kvroute" / "dynamo" / "cost"; -1 when unknown */
+/* parses "kvroute" / "dynamo" / "cost" / "ttft"; -1 when unknown */
 int kvr_policy_from_name(const char *name, size_t len);
 
 

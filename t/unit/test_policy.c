@@ -12,15 +12,19 @@
 
 
 static kvr_policy_conf_t  conf_kvroute = {
-    KVR_POLICY_KVROUTE, 16, 1.0, 4, 1.5, 0, 4096, 4
+    KVR_POLICY_KVROUTE, 16, 1.0, 4, 1.5, 0, 4096, 4, 0, 0, 0
 };
 
 static kvr_policy_conf_t  conf_dynamo = {
-    KVR_POLICY_DYNAMO, 16, 1.0, 4, 1.5, 0, 4096, 4
+    KVR_POLICY_DYNAMO, 16, 1.0, 4, 1.5, 0, 4096, 4, 0, 0, 0
 };
 
 static kvr_policy_conf_t  conf_cost = {
-    KVR_POLICY_COST, 16, 1.0, 4, 1.5, 0, 4096, 4
+    KVR_POLICY_COST, 16, 1.0, 4, 1.5, 0, 4096, 4, 0, 0, 0
+};
+
+static kvr_policy_conf_t  conf_ttft = {
+    KVR_POLICY_TTFT, 16, 1.0, 4, 1.5, 0, 4096, 4, 1200, 2, 40000
 };
 
 
@@ -35,6 +39,88 @@ reset(kvr_candidate_t *c, size_t n)
         c[i].id_hash = 0x1000 + i * 77;
         c[i].weight = 1;
     }
+}
+
+
+/* policy=ttft: the prompt is 1,600 tokens, 100 blocks */
+
+static void
+test_ttft(kvr_demand_t *d)
+{
+    size_t           pick;
+    kvr_pick_e       why;
+    kvr_candidate_t  c[3];
+
+    d->out_blocks = 1;
+
+    /* the prefill queued ahead against the requests in flight */
+    reset(c, 2);
+    c[0].inflight_prefill = 5000;               /* 5,000 + 1,600 */
+    c[0].inflight = 1;                          /* + 1,200 */
+    c[1].inflight = 3;                          /* 1,600 + 3,600 */
+    pick = kvr_policy_pick(&conf_ttft, c, 2, d, &why);
+    tap_is(pick, 1, "ttft: less prefill ahead wins");
+
+    c[1].inflight = 6;                          /* 1,600 + 7,200 */
+    pick = kvr_policy_pick(&conf_ttft, c, 2, d, &why);
+    tap_is(pick, 0, "ttft: ... unless its requests in flight weigh more");
+
+    /* a cached prefix against an idle server */
+    reset(c, 2);
+    c[0].overlap = 100;
+    c[0].inflight = 1;                          /* 1,200 */
+    pick = kvr_policy_pick(&conf_ttft, c, 2, d, &why);
+    tap_is(pick, 0, "ttft: the holder with one in flight");
+    tap_is(why, KVR_PICK_OVERLAP, "ttft: reason overlap");
+
+    c[1].capacity = 10000;                      /* room: no eviction */
+    c[0].inflight = 2;                          /* 2,400 > 1,600 */
+    pick = kvr_policy_pick(&conf_ttft, c, 2, d, &why);
+    tap_is(pick, 1, "ttft: an idle server before a busy holder");
+    tap_is(why, KVR_PICK_LOAD, "ttft: reason load");
+
+    c[1].capacity = 500;
+    c[1].prefixes = 5;                          /* + 2 x 1,600 */
+    pick = kvr_policy_pick(&conf_ttft, c, 2, d, &why);
+    tap_is(pick, 0, "ttft: ... unless the idle one would evict");
+
+    /* the KV room: pinned blocks against the capacity */
+    c[0].capacity = 500;
+    c[0].pinned = 450;
+    c[0].pinned_own = 100;                      /* 450 + 0 + 1 */
+    pick = kvr_policy_pick(&conf_ttft, c, 2, d, &why);
+    tap_is(pick, 0, "ttft: room when its own blocks are pinned there");
+
+    c[0].pinned_own = 60;                       /* 450 + 40 + 1 */
+    pick = kvr_policy_pick(&conf_ttft, c, 2, d, &why);
+    tap_is(pick, 0, "ttft: room for the new blocks");
+
+    c[0].pinned_own = 50;                       /* 450 + 50 + 1 > 500 */
+    pick = kvr_policy_pick(&conf_ttft, c, 2, d, &why);
+    tap_is(pick, 1, "ttft: no room: it would wait, so elsewhere");
+
+    c[0].capacity = 0;
+    pick = kvr_policy_pick(&conf_ttft, c, 2, d, &why);
+    tap_is(pick, 0, "ttft: unknown capacity: no wait counted");
+
+    /* weight divides the time terms */
+    reset(c, 2);
+    c[0].inflight = 4;                          /* 6,400 / 2 */
+    c[0].weight = 2;
+    c[1].inflight = 2;                          /* 4,000 */
+    pick = kvr_policy_pick(&conf_ttft, c, 2, d, &why);
+    tap_is(pick, 0, "ttft: weight divides the load");
+
+    /* an idle fleet and a new prefix: the fewest prefixes */
+    reset(c, 3);
+    c[0].prefixes = 2;
+    c[1].prefixes = 1;
+    c[2].prefixes = 2;
+    pick = kvr_policy_pick(&conf_ttft, c, 3, d, &why);
+    tap_is(pick, 1, "ttft: ties go to the fewest prefixes");
+    tap_is(why, KVR_PICK_HOME, "ttft: reason home");
+
+    d->out_blocks = 0;
 }
 
 
@@ -325,7 +411,10 @@ main(void)
     pick = kvr_policy_pick(&conf_cost, c, 2, &d, &why);
     tap_is(pick, 0, "cost: ... unless it is far busier");
 
+    test_ttft(&d);
+
     tap_is(kvr_policy_from_name("cost", 4), KVR_POLICY_COST, "name cost");
+    tap_is(kvr_policy_from_name("ttft", 4), KVR_POLICY_TTFT, "name ttft");
     tap_is(kvr_policy_from_name("dynamo", 6), KVR_POLICY_DYNAMO, "name");
     tap_is(kvr_policy_from_name("dyn", 3), -1, "bad name");
 
