@@ -32,6 +32,8 @@ static void ngx_http_kvroute_free_tokenizer(void *data);
 static void ngx_http_kvroute_free_chat(void *data);
 static char *ngx_http_kvroute_param_uint(ngx_conf_t *cf, ngx_str_t *value,
     size_t skip, ngx_uint_t min, ngx_uint_t max, ngx_uint_t *out);
+static char *ngx_http_kvroute_param_ttft(ngx_conf_t *cf,
+    ngx_http_kvroute_srv_conf_t *kcf, ngx_str_t *value);
 static char *ngx_http_kvroute_param_double(ngx_conf_t *cf, ngx_str_t *value,
     size_t skip, double min, double max, double *out);
 static void *ngx_http_kvroute_create_main_conf(ngx_conf_t *cf);
@@ -121,9 +123,12 @@ ngx_module_t  ngx_http_kvroute_module = {
  * kvroute [mode=approx|kv|round_robin|random] [zone=name[:size]]
  *         [events_port=[+]N [replay_port=[+]N] [events_ranks=K]
  *          [events_topic=T] [predict=blocks] [models=name[,name...]]]
- *         [block_size=16] [capacity=blocks] [policy=kvroute|dynamo|cost]
+ *         [block_size=16] [capacity=blocks]
+ *         [policy=ttft|cost|kvroute|dynamo]
  *         [overlap_weight=1.0] [balance_abs=N] [balance_rel=R] [spread=N]
  *         [corun=tokens] [evict=W]
+ *         [ttft_decode=tokens] [ttft_evict=W] [ttft_wait=tokens]
+ *         [ttft_output=tokens]
  *         [max_body=size] [text_chunk=bytes]
  *         [tokenizer=tokenizer.json [tokenizer_config=tokenizer_config.json]];
  */
@@ -260,7 +265,8 @@ ngx_http_kvroute(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             if (policy < 0) {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                    "invalid \"policy\" value \"%V\": "
-                                   "expected kvroute, dynamo or cost",
+                                   "expected ttft, cost, kvroute or "
+                                   "dynamo",
                                    &value[i]);
                 return NGX_CONF_ERROR;
             }
@@ -318,6 +324,16 @@ ngx_http_kvroute(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         if (ngx_strncmp(value[i].data, "evict=", 6) == 0) {
             if (ngx_http_kvroute_param_double(cf, &value[i], 6, 0, 1000,
                                               &kcf->policy.evict)
+                != NGX_CONF_OK)
+            {
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "ttft_", 5) == 0) {
+            if (ngx_http_kvroute_param_ttft(cf, kcf, &value[i])
                 != NGX_CONF_OK)
             {
                 return NGX_CONF_ERROR;
@@ -923,6 +939,39 @@ ngx_http_kvroute_param_uint(ngx_conf_t *cf, ngx_str_t *value, size_t skip,
 }
 
 
+/* policy=ttft's weights, all in prompt tokens but evict (in prompts) */
+
+static char *
+ngx_http_kvroute_param_ttft(ngx_conf_t *cf, ngx_http_kvroute_srv_conf_t *kcf,
+    ngx_str_t *value)
+{
+    if (ngx_strncmp(value->data, "ttft_decode=", 12) == 0) {
+        return ngx_http_kvroute_param_double(cf, value, 12, 0, 1e9,
+                                             &kcf->policy.ttft_decode);
+    }
+
+    if (ngx_strncmp(value->data, "ttft_evict=", 11) == 0) {
+        return ngx_http_kvroute_param_double(cf, value, 11, 0, 1000,
+                                             &kcf->policy.ttft_evict);
+    }
+
+    if (ngx_strncmp(value->data, "ttft_wait=", 10) == 0) {
+        return ngx_http_kvroute_param_double(cf, value, 10, 0, 1e9,
+                                             &kcf->policy.ttft_wait);
+    }
+
+    if (ngx_strncmp(value->data, "ttft_output=", 12) == 0) {
+        return ngx_http_kvroute_param_uint(cf, value, 12, 0, 1000000,
+                                           &kcf->output);
+    }
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
+                       value);
+
+    return NGX_CONF_ERROR;
+}
+
+
 static char *
 ngx_http_kvroute_param_double(ngx_conf_t *cf, ngx_str_t *value, size_t skip,
     double min, double max, double *out)
@@ -1028,6 +1077,10 @@ ngx_http_kvroute_create_srv_conf(ngx_conf_t *cf)
     kcf->max_body = 1024 * 1024;
     kcf->chunk_bytes = 64;
     kcf->policy.policy = KVR_POLICY_COST;
+    kcf->policy.ttft_decode = 1200;
+    kcf->policy.ttft_evict = 2;
+    kcf->policy.ttft_wait = 40000;
+    kcf->output = 256;
     kcf->policy.block_size = 16;
     kcf->policy.overlap_weight = 1.0;
     kcf->policy.balance_abs = 4;
@@ -1100,7 +1153,7 @@ ngx_http_kvroute_postconfiguration(ngx_conf_t *cf)
 
     *h = ngx_http_kvroute_precontent_handler;
 
-    return NGX_OK;
+    return ngx_http_kvroute_filter_init(cf);
 }
 
 

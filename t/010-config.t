@@ -59,7 +59,7 @@ upstream llm { kvroute policy=fastest; server 127.0.0.1:8000; }
 --- config
 --- must_die
 --- error_log
-invalid "policy" value "policy=fastest": expected kvroute, dynamo or cost
+invalid "policy" value "policy=fastest": expected ttft, cost, kvroute or dynamo
 
 
 
@@ -382,3 +382,47 @@ qr/^kvroute_capacity_blocks\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX
 --- no_error_log
 [error]
 [emerg]
+
+
+
+=== TEST 26: policy=ttft and its weights
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm {
+    kvroute policy=ttft ttft_decode=800 ttft_evict=1.5 ttft_wait=30000
+            ttft_output=64;
+    server 127.0.0.1:8000;
+}
+--- config
+location = /t { return 200 "ok\n"; }
+--- request
+GET /t
+--- response_body
+ok
+--- no_error_log
+[emerg]
+
+
+
+=== TEST 27: an unknown ttft_ parameter
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm { kvroute ttft_speed=1; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log
+invalid parameter "ttft_speed=1"
+
+
+
+=== TEST 28: a ttft weight out of range
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm { kvroute ttft_evict=2000; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log eval
+qr/invalid "ttft_evict" value "2000"/

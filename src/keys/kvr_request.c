@@ -111,6 +111,19 @@ kvr_request_parse_body(kvr_request_t *req, const char *body, size_t len)
         req->stream = 1;
     }
 
+    /* the output it may write, for the KV room it needs */
+
+    if (kvr_json_uint32(doc, kvr_json_find(doc, 0, "max_tokens", 10),
+                        &req->max_tokens)
+        != 0
+        && kvr_json_uint32(doc,
+                           kvr_json_find(doc, 0, "max_completion_tokens", 21),
+                           &req->max_tokens)
+           != 0)
+    {
+        req->max_tokens = 0;
+    }
+
     return KVR_PARSE_OK;
 }
 

@@ -65,6 +65,9 @@ typedef struct {
     char             *fields;        /* storage of model, cache_salt */
     char              fields_small[KVR_REQUEST_FIELDS_SMALL];
 
+    /* max_tokens (or max_completion_tokens) when given, else 0 */
+    uint32_t          max_tokens;
+
     /* true when "stream": true */
     unsigned          stream:1;
 } kvr_request_t;

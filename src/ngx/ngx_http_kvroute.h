@@ -16,6 +16,7 @@
 #include "kvr_index.h"
 #include "kvr_policy.h"
 #include "kvr_homes.h"
+#include "kvr_pins.h"
 #include "kvr_tokenizer.h"
 #include "kvr_chat.h"
 #include "kvr_keys.h"
@@ -108,6 +109,7 @@ typedef struct {
     ngx_atomic_t                     holder;      /* pid inside the lock */
     ngx_atomic_t                     wipes;       /* index started afresh */
     kvr_index_t                     *index;
+    kvr_pins_t                      *pins;        /* blocks in flight */
 } ngx_http_kvroute_shctx_t;
 
 
@@ -125,6 +127,9 @@ typedef struct {
     ngx_http_kvroute_zone_t         *zone;
     ngx_uint_t                       block_size;
     ngx_uint_t                       capacity;      /* blocks per server */
+    ngx_uint_t                       output;        /* policy=ttft: output
+                                                       tokens of a request
+                                                       without max_tokens */
 
     /* mode=kv: each server's events on its host at events_port + rank */
     ngx_uint_t                       events_port;
@@ -214,6 +219,9 @@ typedef struct {
     ngx_str_t                        server;
     uint64_t                         start_usec;
     uint64_t                         decision_usec;
+    ngx_uint_t                       max_tokens;  /* 0: not given */
+    void                            *charge;      /* the balancer's peer
+                                                     data, while charged */
 
     unsigned                         analyzed:1;
     unsigned                         body_waiting:1;
@@ -228,6 +236,12 @@ extern ngx_str_t     ngx_http_kvroute_reason_names[];
 /* balancer */
 ngx_int_t ngx_http_kvroute_init_upstream(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us);
+
+/* the first response bytes: the request's prefill is done */
+void ngx_http_kvroute_first_bytes(ngx_http_kvroute_ctx_t *ctx);
+
+/* output filter: calls the above */
+ngx_int_t ngx_http_kvroute_filter_init(ngx_conf_t *cf);
 
 /* configuration: what can be checked only once the servers are known */
 ngx_int_t ngx_http_kvroute_check_servers(ngx_conf_t *cf,

@@ -30,6 +30,9 @@ typedef struct {
     ngx_int_t                          charged_slot;
     uint64_t                           charged_tokens;
     uint64_t                           charged_prefill;
+
+    /* policy=ttft: its blocks pinned on the server, under the zone lock */
+    kvr_pins_charge_t                  pinned;
 } ngx_http_kvroute_peer_data_t;
 
 
@@ -54,6 +57,11 @@ static void ngx_http_kvroute_prefixes_cost(ngx_http_kvroute_srv_conf_t *kcf,
     kvr_index_t *index, int *slots, int *pred, uint32_t *overlap,
     ngx_uint_t n, kvr_candidate_t *cand);
 static int ngx_http_kvroute_held(void *data, uint64_t first_block);
+static void ngx_http_kvroute_pins_gather(ngx_http_kvroute_srv_conf_t *kcf,
+    ngx_http_kvroute_ctx_t *ctx, int *slots, ngx_uint_t n,
+    kvr_candidate_t *cand, kvr_demand_t *demand);
+static void ngx_http_kvroute_pin(ngx_http_kvroute_peer_data_t *kp, int slot);
+static void ngx_http_kvroute_unpin(ngx_http_kvroute_peer_data_t *kp);
 
 
 /* a peer's id hash, remembered per process (keyed by the cycle too) */
@@ -124,6 +132,9 @@ ngx_http_kvroute_init_peer(ngx_http_request_t *r,
     kp->ctx = ctx;
     kp->primaries = kp->rrp.peers;
     kp->charged_slot = -1;
+    kp->pinned.slot = -1;
+
+    ctx->charge = kp;
 
     if (kcf->slots == NULL
         && ngx_http_kvroute_resolve_slots(kcf, kp->rrp.peers) != NGX_OK)
@@ -298,12 +309,16 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
     ngx_http_kvroute_prefixes(kcf, index, slots, pred, overlap, n,
                               ctx->first_block, cand, &demand.share);
 
+    ngx_http_kvroute_pins_gather(kcf, ctx, slots, n, cand, &demand);
+
     demand.blocks = ctx->nblocks;
     demand.tokens = ctx->tokens;
     demand.first_block = ctx->first_block;
     demand.random = ((uint64_t) ngx_random() << 32) ^ ngx_random();
 
     chosen = kvr_policy_pick(&kcf->policy, cand, n, &demand, &why);
+
+    ngx_http_kvroute_pin(kp, slots[chosen]);
 
     /* approximate mode predicts; in kv mode the engines' events tell */
 
@@ -321,7 +336,10 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
 
         /* a prefix new there counts before the next recount */
 
-        if (kcf->policy.policy == KVR_POLICY_COST && overlap[chosen] == 0) {
+        if ((kcf->policy.policy == KVR_POLICY_COST
+             || kcf->policy.policy == KVR_POLICY_TTFT)
+            && overlap[chosen] == 0)
+        {
             kvr_homes_placed(&kcf->zone->sh->homes[slots[chosen]]);
         }
     }
@@ -446,7 +464,9 @@ ngx_http_kvroute_prefixes(ngx_http_kvroute_srv_conf_t *kcf,
         cand[i].prefixes = 0;
     }
 
-    if (kcf->policy.policy == KVR_POLICY_COST) {
+    if (kcf->policy.policy == KVR_POLICY_COST
+        || kcf->policy.policy == KVR_POLICY_TTFT)
+    {
         ngx_http_kvroute_prefixes_cost(kcf, index, slots, pred, overlap, n,
                                        cand);
         return;
@@ -514,7 +534,7 @@ ngx_http_kvroute_prefixes(ngx_http_kvroute_srv_conf_t *kcf,
 
 
 /*
- * policy=cost: how many prefixes live on each server that lacks this
+ * policy=cost and ttft: how many prefixes live on each server that lacks this
  * prompt's prefix, where a miss may evict.  Counting takes up to 32 index
  * probes a server, so a count is reused for NGX_HTTP_KVROUTE_LIVE_MSEC:
  * a cache's set of prefixes changes over many requests, not one.
@@ -682,5 +702,113 @@ ngx_http_kvroute_free_peer(ngx_peer_connection_t *pc, void *data,
         kp->charged_slot = -1;
     }
 
+    ngx_http_kvroute_unpin(kp);
+
     ngx_http_upstream_free_round_robin_peer(pc, &kp->rrp, state);
+}
+
+
+/*
+ * policy=ttft: the blocks pinned on each candidate by requests in flight
+ * (their prompts' distinct blocks and their output), how many of this
+ * prompt's blocks are among them, and the output this one will write.
+ * Under the zone lock.
+ */
+
+static void
+ngx_http_kvroute_pins_gather(ngx_http_kvroute_srv_conf_t *kcf,
+    ngx_http_kvroute_ctx_t *ctx, int *slots, ngx_uint_t n,
+    kvr_candidate_t *cand, kvr_demand_t *demand)
+{
+    ngx_uint_t   i, out;
+    kvr_pins_t  *pins;
+
+    demand->out_blocks = 0;
+
+    for (i = 0; i < n; i++) {
+        cand[i].pinned = 0;
+        cand[i].pinned_own = 0;
+    }
+
+    if (kcf->policy.policy != KVR_POLICY_TTFT) {
+        return;
+    }
+
+    out = ctx->max_tokens ? ctx->max_tokens : kcf->output;
+    demand->out_blocks = (out + kcf->block_size - 1) / kcf->block_size;
+
+    pins = kcf->zone->sh->pins;
+
+    for (i = 0; i < n; i++) {
+        cand[i].pinned = kvr_pins_count(pins, slots[i]);
+
+        if (cand[i].pinned) {
+            cand[i].pinned_own = kvr_pins_leading(pins, slots[i],
+                                                  ctx->hashes, ctx->nblocks);
+        }
+    }
+}
+
+
+/* policy=ttft: the chosen server holds this prompt's blocks; locked */
+
+static void
+ngx_http_kvroute_pin(ngx_http_kvroute_peer_data_t *kp, int slot)
+{
+    ngx_uint_t               out;
+    ngx_http_kvroute_ctx_t  *ctx;
+
+    if (kp->conf->policy.policy != KVR_POLICY_TTFT) {
+        return;
+    }
+
+    ctx = kp->ctx;
+    out = ctx->max_tokens ? ctx->max_tokens : kp->conf->output;
+
+    kvr_pins_charge(kp->conf->zone->sh->pins, slot, ctx->hashes,
+                    ctx->nblocks,
+                    (out + kp->conf->block_size - 1) / kp->conf->block_size,
+                    &kp->pinned);
+}
+
+
+static void
+ngx_http_kvroute_unpin(ngx_http_kvroute_peer_data_t *kp)
+{
+    if (kp->pinned.slot < 0) {
+        return;
+    }
+
+    ngx_http_kvroute_lock(kp->conf->zone);
+    kvr_pins_release(kp->conf->zone->sh->pins, kp->ctx->hashes, &kp->pinned);
+    ngx_http_kvroute_unlock(kp->conf->zone);
+}
+
+
+/*
+ * The upstream's first response bytes: its prefill is over (a stream's
+ * first token; for a whole response, the end), so its uncached prompt no
+ * longer delays the requests sent there after it.
+ */
+
+void
+ngx_http_kvroute_first_bytes(ngx_http_kvroute_ctx_t *ctx)
+{
+    ngx_http_kvroute_row_t        *row;
+    ngx_http_kvroute_peer_data_t  *kp;
+
+    kp = ctx->charge;
+
+    if (kp == NULL || kp->charged_slot < 0 || kp->charged_prefill == 0
+        || kp->conf->zone->row < 0)
+    {
+        return;
+    }
+
+    row = &kp->conf->zone->sh->rows[kp->conf->zone->row];
+
+    (void) ngx_atomic_fetch_add(&row->prefill[kp->charged_slot],
+                                -(ngx_atomic_int_t) kp->charged_prefill);
+
+    kp->charged_prefill = 0;
 }

@@ -229,6 +229,7 @@ ngx_http_kvroute_analyze(ngx_http_request_t *r,
 
     ctx->keys = keys.kind;
     ctx->tokens = keys.tokens;
+    ctx->max_tokens = keys.req.max_tokens;
 
     if (keys.refused) {
         ngx_http_kvroute_log_refused(r, keys.refused, keys.refused_why);

@@ -16,6 +16,12 @@
 
 static ngx_int_t ngx_http_kvroute_init_zone(ngx_shm_zone_t *shm_zone,
     void *data);
+static ngx_int_t ngx_http_kvroute_init_pins(ngx_shm_zone_t *shm_zone,
+    ngx_http_kvroute_shctx_t *sh);
+
+
+/* the pinned-block table: an eighth of the zone, up to 4 MB */
+#define NGX_HTTP_KVROUTE_PINS_MAX  (4 * 1024 * 1024)
 
 
 ngx_http_kvroute_zone_t *
@@ -97,6 +103,10 @@ ngx_http_kvroute_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     shpool->log_nomem = 0;
 
+    if (ngx_http_kvroute_init_pins(shm_zone, sh) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     /* the index takes every page left, in one run */
 
     index_size = shpool->pfree * ngx_pagesize;
@@ -120,6 +130,39 @@ ngx_http_kvroute_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     sh->index = kvr_index_init(region, index_size);
     if (sh->index == NULL) {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * Blocks pinned by requests in flight (policy=ttft), about 1/8 of the
+ * zone: 131,072 entries in a 32 MB zone, 3/4 of them usable, so about 650
+ * requests of 150 blocks in flight before blocks count without dedup.
+ */
+
+static ngx_int_t
+ngx_http_kvroute_init_pins(ngx_shm_zone_t *shm_zone,
+    ngx_http_kvroute_shctx_t *sh)
+{
+    size_t   size;
+    void    *region;
+
+    size = ngx_min(shm_zone->shm.size / 8, NGX_HTTP_KVROUTE_PINS_MAX);
+    size = kvr_pins_size(size);
+
+    region = size ? ngx_slab_alloc((ngx_slab_pool_t *) shm_zone->shm.addr,
+                                   size)
+                  : NULL;
+
+    sh->pins = kvr_pins_init(region, size);
+
+    if (sh->pins == NULL) {
+        ngx_log_error(NGX_LOG_EMERG, shm_zone->shm.log, 0,
+                      "kvroute zone \"%V\" is too small for the pinned "
+                      "blocks", &shm_zone->shm.name);
         return NGX_ERROR;
     }
 
@@ -158,6 +201,9 @@ ngx_http_kvroute_claim_row(ngx_http_kvroute_zone_t *zone, ngx_log_t *log)
             ngx_log_error(NGX_LOG_INFO, log, 0,
                           "kvroute: released the load of exited process %P",
                           row->pid);
+
+            /* whose pins are not told apart: every process's go */
+            kvr_pins_clear(sh->pins);
         }
 
         ngx_memzero(row, sizeof(ngx_http_kvroute_row_t));
@@ -198,7 +244,8 @@ ngx_http_kvroute_claim_row(ngx_http_kvroute_zone_t *zone, ngx_log_t *log)
  * its pid still marked and starts the index afresh, keeping the slots.
  * The index is a cache of what the engines hold, so nothing is lost but
  * hits; the events helper sees the wipe and rebuilds (replay) or marks its
- * servers stale.
+ * servers stale.  The pinned blocks start afresh too: requests charged
+ * before are not taken back (kvr_pins_release() sees the generation).
  */
 
 void
@@ -214,6 +261,7 @@ ngx_http_kvroute_lock(ngx_http_kvroute_zone_t *zone)
                       &zone->shm_zone->shm.name);
 
         kvr_index_clear_all(zone->sh->index);
+        kvr_pins_clear(zone->sh->pins);
         zone->sh->wipes++;
     }
 

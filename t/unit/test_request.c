@@ -479,6 +479,20 @@ test_common_fields(void)
     tap_ok(req.model == req.fields && req.root != NULL,
            "fields: model owned by the request, body kept parsed");
     tap_is(req.stream, 1, "fields: stream true");
+    tap_is(req.max_tokens, 5, "fields: max_tokens");
+    kvr_request_free(&req);
+
+    rc = parse(&req, CHAT,
+               "{\"max_completion_tokens\":300,\"messages\":"
+               "[{\"content\":\"x\"}]}", BIG);
+    tap_ok(rc == KVR_PARSE_OK && req.max_tokens == 300,
+           "fields: max_completion_tokens when max_tokens is absent");
+    kvr_request_free(&req);
+
+    rc = parse(&req, COMPL,
+               "{\"max_tokens\":-3,\"prompt\":\"p\"}", BIG);
+    tap_ok(rc == KVR_PARSE_OK && req.max_tokens == 0,
+           "fields: a negative max_tokens is absent");
     kvr_request_free(&req);
 
     /* fields longer than the request's own room are allocated */
