@@ -65,6 +65,9 @@ function routerTable(top, build, opts = {}) {
     // kv mode: the index follows the emulated engines' KV events
     'kvroute-kv': kv(events, ['--kv-events', 'zmq']),
     'kvroute-kv-dynamo': kv(`${events} policy=dynamo`, ['--kv-events', 'zmq']),
+    // policy=ttft (prefill ahead, load, KV room), in both modes
+    'kvroute-kv-ttft': kv(`${events} policy=ttft`, ['--kv-events', 'zmq']),
+    'kvroute-approx-ttft': kv('mode=approx policy=ttft'),
     // the baselines through kvroute itself (bodies read and parsed alike)
     'kvroute-rr': kv('mode=round_robin'),
   };

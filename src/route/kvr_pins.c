@@ -16,7 +16,8 @@ static uint32_t kvr_pins_home(const kvr_pins_t *pins, uint64_t hash,
     uint32_t slot);
 static kvr_pin_t *kvr_pins_find(const kvr_pins_t *pins, uint64_t hash,
     uint32_t slot);
-static int kvr_pins_add(kvr_pins_t *pins, uint64_t hash, uint32_t slot);
+static int kvr_pins_add(kvr_pins_t *pins, uint64_t hash, uint32_t slot,
+    uint32_t blocks);
 static int kvr_pins_drop(kvr_pins_t *pins, uint64_t hash, uint32_t slot);
 static void kvr_pins_unlink(kvr_pins_t *pins, uint32_t hole);
 
@@ -82,7 +83,7 @@ void
 kvr_pins_charge(kvr_pins_t *pins, int slot, const uint64_t *hashes,
     uint32_t n, uint64_t out, kvr_pins_charge_t *charge)
 {
-    uint32_t  i, looked;
+    uint32_t  i, looked, run;
 
     charge->slot = -1;
 
@@ -97,11 +98,13 @@ kvr_pins_charge(kvr_pins_t *pins, int slot, const uint64_t *hashes,
     charge->unshared = out + (n - looked);
     charge->generation = pins->generation;
 
-    for (i = 0; i < looked; i++) {
-        if (!kvr_pins_add(pins, hashes[i], (uint32_t) slot)) {
-            /* full: this block is this request's own until it ends */
-            charge->unshared++;
-            pins->undeduped++;
+    for (i = 0; i < looked; i += KVR_PINS_STRIDE) {
+        run = looked - i < KVR_PINS_STRIDE ? looked - i : KVR_PINS_STRIDE;
+
+        if (!kvr_pins_add(pins, hashes[i], (uint32_t) slot, run)) {
+            /* full: this run is this request's own until it ends */
+            charge->unshared += run;
+            pins->undeduped += run;
         }
     }
 
@@ -129,7 +132,7 @@ kvr_pins_release(kvr_pins_t *pins, const uint64_t *hashes,
      * the other request's release finds none, which evens out
      */
 
-    for (i = 0; i < charge->blocks; i++) {
+    for (i = 0; i < charge->blocks; i += KVR_PINS_STRIDE) {
         (void) kvr_pins_drop(pins, hashes[i], (uint32_t) slot);
     }
 
@@ -153,25 +156,25 @@ uint32_t
 kvr_pins_leading(const kvr_pins_t *pins, int slot, const uint64_t *hashes,
     uint32_t n)
 {
-    uint32_t  lo, hi, mid;
+    uint32_t  lo, hi, mid, looked;
 
     if (slot < 0 || slot >= KVR_PINS_MAX_SLOTS || pins->distinct[slot] == 0) {
         return 0;
     }
 
-    if (n > KVR_PINS_MAX_BLOCKS) {
-        n = KVR_PINS_MAX_BLOCKS;
-    }
+    looked = n < KVR_PINS_MAX_BLOCKS ? n : KVR_PINS_MAX_BLOCKS;
 
-    /* the largest lo with hashes[0 .. lo - 1] pinned */
+    /* the largest lo with the runs 0 .. lo - 1 pinned */
 
     lo = 0;
-    hi = n;
+    hi = (looked + KVR_PINS_STRIDE - 1) / KVR_PINS_STRIDE;
 
     while (lo < hi) {
         mid = lo + (hi - lo + 1) / 2;
 
-        if (kvr_pins_find(pins, hashes[mid - 1], (uint32_t) slot)) {
+        if (kvr_pins_find(pins, hashes[(mid - 1) * KVR_PINS_STRIDE],
+                          (uint32_t) slot))
+        {
             lo = mid;
 
         } else {
@@ -179,7 +182,9 @@ kvr_pins_leading(const kvr_pins_t *pins, int slot, const uint64_t *hashes,
         }
     }
 
-    return lo;
+    lo *= KVR_PINS_STRIDE;
+
+    return lo < looked ? lo : looked;
 }
 
 
@@ -220,7 +225,7 @@ kvr_pins_find(const kvr_pins_t *pins, uint64_t hash, uint32_t slot)
 /* 1 when counted in the table, 0 when the table is full */
 
 static int
-kvr_pins_add(kvr_pins_t *pins, uint64_t hash, uint32_t slot)
+kvr_pins_add(kvr_pins_t *pins, uint64_t hash, uint32_t slot, uint32_t blocks)
 {
     uint32_t    i;
     kvr_pin_t  *e;
@@ -245,11 +250,12 @@ kvr_pins_add(kvr_pins_t *pins, uint64_t hash, uint32_t slot)
     }
 
     e->hash = hash;
-    e->slot = slot;
+    e->slot = (uint16_t) slot;
+    e->blocks = (uint16_t) blocks;
     e->refs = 1;
 
     pins->used++;
-    pins->distinct[slot]++;
+    pins->distinct[slot] += blocks;
 
     return 1;
 }
@@ -273,7 +279,7 @@ kvr_pins_drop(kvr_pins_t *pins, uint64_t hash, uint32_t slot)
     }
 
     pins->used--;
-    pins->distinct[slot]--;
+    pins->distinct[slot] -= e->blocks;
 
     kvr_pins_unlink(pins, (uint32_t) (e - pins->entries));
 

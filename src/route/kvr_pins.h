@@ -11,11 +11,18 @@
  * a reference count; it lives in shared memory and is guarded by its
  * owner's lock.  Plain C, no nginx types.
  *
- * When the table is three quarters full, a block not in it is counted
+ * Block hashes are chained (block i's depends on blocks 0..i), so two
+ * prompts share exactly a leading run of blocks.  The table therefore keeps
+ * one entry for each run of KVR_PINS_STRIDE blocks, keyed by the run's
+ * first block and standing for the blocks of the run: 8 times fewer
+ * entries to add and drop a request, at the price of counting blocks where
+ * two prompts part in runs of 8 (a shared run counts whole).
+ *
+ * When the table is three quarters full, a run not in it is counted
  * without deduplication (each request's own copy) until it is freed, so the
- * count stays an upper bound and the table never grows.  Only a request's
- * first KVR_PINS_MAX_BLOCKS blocks are looked up; the rest are counted
- * without deduplication as well (a prompt's shared part is its beginning).
+ * table never grows.  Only a request's first KVR_PINS_MAX_BLOCKS blocks are
+ * looked up; the rest are counted without deduplication as well (a
+ * prompt's shared part is its beginning).
  */
 
 #ifndef _KVR_PINS_H_INCLUDED_
@@ -27,12 +34,14 @@
 
 
 #define KVR_PINS_MAX_SLOTS    64
-#define KVR_PINS_MAX_BLOCKS   512
+#define KVR_PINS_MAX_BLOCKS   1024
+#define KVR_PINS_STRIDE       8
 
 
 typedef struct {
-    uint64_t          hash;
-    uint32_t          slot;
+    uint64_t          hash;         /* of the run's first block */
+    uint16_t          slot;
+    uint16_t          blocks;       /* the run's, up to KVR_PINS_STRIDE */
     uint32_t          refs;         /* 0: a free entry */
 } kvr_pin_t;
 
@@ -45,7 +54,7 @@ typedef struct {
     uint64_t          generation;   /* bumped by kvr_pins_clear() */
     uint64_t          undeduped;    /* blocks counted without dedup, ever */
 
-    /* per slot: entries there, and blocks counted without an entry */
+    /* per slot: blocks of its entries, and blocks counted without one */
     uint64_t          distinct[KVR_PINS_MAX_SLOTS];
     uint64_t          unshared[KVR_PINS_MAX_SLOTS];
 
@@ -89,7 +98,7 @@ uint64_t kvr_pins_count(const kvr_pins_t *pins, int slot);
 /*
  * How many of the n chained hashes are pinned on slot: a leading run,
  * since a request pins all blocks before any one it pins, found by
- * binary search.
+ * binary search over the runs of KVR_PINS_STRIDE.
  */
 uint32_t kvr_pins_leading(const kvr_pins_t *pins, int slot,
     const uint64_t *hashes, uint32_t n);

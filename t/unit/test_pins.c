@@ -2,7 +2,8 @@
  * Copyright (C) kvroute developers
  *
  * Unit tests of the pinned-block table: dedup per server, reference
- * counts, release, the leading run, a full table, clearing.
+ * counts, release, the leading run, runs of KVR_PINS_STRIDE blocks, a full
+ * table, clearing.
  */
 
 
@@ -43,7 +44,7 @@ consistent(const kvr_pins_t *p)
         }
 
         slot = p->entries[i].slot;
-        per[slot]++;
+        per[slot] += p->entries[i].blocks;
         n++;
 
         if (kvr_pins_leading(p, (int) slot, &p->entries[i].hash, 1) != 1) {
@@ -70,9 +71,9 @@ main(void)
 {
     size_t              size;
     uint32_t            i;
-    uint64_t            a[100], b[100], c[600], many[100][20];
-    void               *region;
-    kvr_pins_t         *p;
+    uint64_t            a[100], b[100], c[1100], many[100][20];
+    void               *region, *small;
+    kvr_pins_t         *p, *f;
     kvr_pins_charge_t   ca, cb, cm[100], again;
 
     tap_is(kvr_pins_size(16), 0, "too small for any table");
@@ -119,41 +120,59 @@ main(void)
     tap_ok(consistent(p), "table consistent after releases");
 
     /* past KVR_PINS_MAX_BLOCKS, blocks count without dedup */
-    chain(c, 600, 7, 600, 7);
-    kvr_pins_charge(p, 1, c, 600, 0, &ca);
-    kvr_pins_charge(p, 1, c, 600, 0, &cb);
-    tap_is(kvr_pins_count(p, 1), KVR_PINS_MAX_BLOCKS + 2 * (600 - 512),
+    chain(c, 1100, 7, 1100, 7);
+    kvr_pins_charge(p, 1, c, 1100, 0, &ca);
+    kvr_pins_charge(p, 1, c, 1100, 0, &cb);
+    tap_is(kvr_pins_count(p, 1),
+           KVR_PINS_MAX_BLOCKS + 2 * (1100 - KVR_PINS_MAX_BLOCKS),
            "beyond the first blocks: each request's own");
-    tap_is(kvr_pins_leading(p, 1, c, 600), KVR_PINS_MAX_BLOCKS,
+    tap_is(kvr_pins_leading(p, 1, c, 1100), KVR_PINS_MAX_BLOCKS,
            "leading run stops at the looked-up part");
     kvr_pins_release(p, c, &ca);
     kvr_pins_release(p, c, &cb);
     tap_is(kvr_pins_count(p, 1), 0, "released");
+    tap_is(p->used, 0, "no entry left");
+
+    /* prompts parting inside a run: the shared run counts whole */
+    chain(b, 100, 1, 83, 3);
+    kvr_pins_charge(p, 6, a, 100, 0, &ca);
+    tap_is(kvr_pins_leading(p, 6, b, 100), 88,
+           "parting at 83: the run from 80 counts as shared");
+    kvr_pins_charge(p, 6, b, 100, 0, &cb);
+    tap_is(kvr_pins_count(p, 6), 112, "b adds its runs from 88 on");
+    kvr_pins_release(p, a, &ca);
+    kvr_pins_release(p, b, &cb);
+    tap_is(kvr_pins_count(p, 6), 0, "released");
 
     /* a full table counts without dedup and never grows */
+    small = malloc(8192);
+    f = kvr_pins_init(small, 8192);
+    tap_is(f->mask + 1, 256, "a small table");
+
     for (i = 0; i < 100; i++) {
         chain(many[i], 20, 100 + i, 20, 100 + i);
-        kvr_pins_charge(p, 2, many[i], 20, 0, &cm[i]);
+        kvr_pins_charge(f, 2, many[i], 20, 0, &cm[i]);
     }
 
-    tap_is(p->used, p->limit, "full at its limit");
-    tap_is(kvr_pins_count(p, 2), 100 * 20, "every block still counted");
-    tap_ok(p->undeduped > 0, "some counted without dedup");
-    tap_ok(consistent(p), "table consistent when full");
+    tap_is(f->used, f->limit, "full at its limit");
+    tap_is(kvr_pins_count(f, 2), 100 * 20, "every block still counted");
+    tap_ok(f->undeduped > 0, "some counted without dedup");
+    tap_ok(consistent(f), "table consistent when full");
 
     for (i = 0; i < 100; i += 2) {
-        kvr_pins_release(p, many[i], &cm[i]);
+        kvr_pins_release(f, many[i], &cm[i]);
     }
 
-    tap_is(kvr_pins_count(p, 2), 50 * 20, "half released: half counted");
-    tap_ok(consistent(p), "table consistent after releases from full");
+    tap_is(kvr_pins_count(f, 2), 50 * 20, "half released: half counted");
+    tap_ok(consistent(f), "table consistent after releases from full");
 
     for (i = 1; i < 100; i += 2) {
-        kvr_pins_release(p, many[i], &cm[i]);
+        kvr_pins_release(f, many[i], &cm[i]);
     }
 
-    tap_is(kvr_pins_count(p, 2), 0, "all released from full");
-    tap_is(p->used, 0, "empty again");
+    tap_is(kvr_pins_count(f, 2), 0, "all released from full");
+    tap_is(f->used, 0, "empty again");
+    free(small);
 
     /* clearing: older charges are not taken back twice */
     kvr_pins_charge(p, 4, a, 100, 0, &ca);
