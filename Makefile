@@ -38,6 +38,7 @@ include mk/asan.mk
 include mk/faults.mk
 include mk/deb.mk
 include mk/compat.mk
+include mk/wasm.mk
 
 # the whole suite again against the module built with ASan + UBSan
 TEST_TARGETS += test-asan

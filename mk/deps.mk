@@ -6,7 +6,8 @@ DEB_PKGS := nginx nginx-dev libnginx-mod-http-echo libzmq3-dev \
     libutf8proc-dev build-essential pkg-config curl perl \
     libtest-base-perl libtext-diff-perl libtest-longstring-perl \
     liblist-moreutils-perl libhttp-message-perl liburi-perl \
-    libipc-run-perl wrk gnuplot-nox python3-jinja2 clang gdb debhelper
+    libipc-run-perl wrk gnuplot-nox python3-jinja2 clang gdb debhelper \
+    clang-14 lld-14 wasi-libc libclang-rt-14-dev-wasm32
 
 # node and npm may come from elsewhere than Debian (the machine image has
 # them); Debian's are installed only when the commands are missing

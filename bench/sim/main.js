@@ -10,6 +10,8 @@
 // POLICY: random, random_conn, round_robin, partition, dynamo[:W], kvroute[:ABS:REL],
 // cost[:CORUN:EVICT], room[:DECODE:EVICT:WAIT:PEND:SLACK:DEDUP] (experimental:
 // the KV room a request needs, bench/sim/policies.js), ttft[:DECODE:EVICT];
+// ttft_c[:DECODE:EVICT:WAIT] (the module's policy=ttft itself, in
+// WebAssembly: bench/sim/cpolicy.js, make policy-wasm);
 // kvroute+admit and cost+admit add src/route/kvr_policy.c's
 // admission check
 // One JSON line a policy: the mean of each figure over the seeds.
@@ -36,6 +38,7 @@ function policyOf(spec, timing) {
     case 'cost+admit': return P.admitted(P.costTokens(...n));
     case 'ttft': return P.ttftCost(...n);
     case 'room': return P.roomCost(...n);
+    case 'ttft_c': return require('./cpolicy').ttftC(...n);
     case 'kvroute+admit': return P.admitted(P.kvroute(...n));
     default: throw new Error(`unknown policy ${name}`);
   }

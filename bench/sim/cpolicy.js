@@ -1,0 +1,98 @@
+'use strict';
+// The module's own policy (src/route/kvr_policy.c) in the simulator: built
+// to WebAssembly by `make policy-wasm` (mk/wasm.mk) and called through the
+// flat form of bench/sim/c/kvr_policy_flat.c, so the simulator and nginx
+// run one implementation. `ttftC` is policy=ttft fed what the module
+// would see: the pending prefill until a first token, the requests in
+// flight, the distinct blocks they pin (the simulator's own Dynamo-style
+// bookkeeping) and their output, the prefixes an engine holds.
+const fs = require('node:fs');
+const path = require('node:path');
+
+const WASM = process.env.KVR_POLICY_WASM
+  || path.join(__dirname, '..', '..', 'build', 'kvr_policy.wasm');
+
+const POLICY = { kvroute: 0, dynamo: 1, cost: 2, ttft: 3 };
+const HEAD = 19;
+const CAND = 12;
+const MAX = 64;
+
+let exportsOf = null;
+
+function load() {
+  if (exportsOf) return exportsOf;
+  if (!fs.existsSync(WASM)) throw new Error(`${WASM} missing: run make policy-wasm`);
+  const mod = new WebAssembly.Module(fs.readFileSync(WASM));
+  exportsOf = new WebAssembly.Instance(mod, {}).exports;
+  return exportsOf;
+}
+
+// flat: Float64Array(HEAD + n * CAND); returns { pick, why }
+function pickFlat(flat, n) {
+  if (n < 1 || n > MAX || flat.length < HEAD + n * CAND) throw new Error('bad flat input');
+  const e = load();
+  new Float64Array(e.memory.buffer, e.kvr_flat_buffer(), HEAD + n * CAND).set(flat.subarray(0, HEAD + n * CAND));
+  const r = e.kvr_flat_pick(0, n);
+  return { pick: r >> 3, why: r & 7 };
+}
+
+// conf: {policy (name), blockSize, overlapWeight, balanceAbs, balanceRel,
+// spread, corun, evict, ttftDecode, ttftEvict, ttftWait}; demand: {blocks,
+// tokens, firstBlock: [hi, lo], share, random: [hi, lo], outBlocks};
+// cands: [{overlap, inflight, inflightTokens, inflightPrefill, id: [hi,
+// lo], weight, cachedBlocks, capacity, prefixes, pinned, pinnedOwn}]
+function flatten(conf, demand, cands) {
+  const f = new Float64Array(HEAD + cands.length * CAND);
+  f.set([POLICY[conf.policy], conf.blockSize || 16, conf.overlapWeight ?? 1, conf.balanceAbs ?? 4,
+    conf.balanceRel ?? 1.5, conf.spread ?? 1, conf.corun ?? 4096, conf.evict ?? 4,
+    conf.ttftDecode ?? 1200, conf.ttftEvict ?? 2, conf.ttftWait ?? 40000]);
+  const fb = demand.firstBlock || [0, 0];
+  const rnd = demand.random || [0, 0];
+  f.set([demand.blocks, demand.tokens, fb[0], fb[1], demand.share || 0, rnd[0], rnd[1],
+    demand.outBlocks || 0], 11);
+  cands.forEach((c, i) => {
+    f.set([c.overlap, c.inflight, c.inflightTokens || 0, c.inflightPrefill || 0, c.id[0], c.id[1],
+      c.weight || 1, c.cachedBlocks || 0, c.capacity || 0, c.prefixes || 0, c.pinned || 0,
+      c.pinnedOwn || 0], HEAD + i * CAND);
+  });
+  return f;
+}
+
+// KVR_POLICY_RECORD=file: every call appended as a line, "n flat... pick"
+// (bench/test/policy_c.test.js replays them through the native CLI)
+function recorder() {
+  const file = process.env.KVR_POLICY_RECORD;
+  if (!file) return null;
+  return (flat, n, pick) => fs.appendFileSync(file, `${n} ${Array.from(flat).join(' ')} ${pick}\n`);
+}
+
+// policy=ttft on the simulator's view
+const ttftC = (decode = 1200, evict = 2, wait = 40000) => (view, q) => {
+  const record = ttftC.record === undefined ? (ttftC.record = recorder()) : ttftC.record;
+  const es = view.engines;
+  const bs = view.blockSize;
+  const out = Math.ceil(view.maxTokens / bs);
+  const overlaps = es.map((e) => view.overlap(e, q));
+  const longest = Math.max(...overlaps);
+  const cands = es.map((e) => {
+    let own = 0;
+    for (const k of q.blockKeys) if (e.dyn.activeBlocks.has(k)) own++;
+    return {
+      overlap: overlaps[e.index], inflight: e.inflight, inflightTokens: e.inflightTokens,
+      inflightPrefill: e.dyn.pendingPrefill, id: [e.index + 1, ((e.index + 1) * 2654435761) >>> 0],
+      weight: 1, capacity: view.capacity,
+      // the module counts prefixes only where the prompt's longest is not
+      prefixes: longest && overlaps[e.index] === longest ? 0 : view.held(e),
+      pinned: e.dyn.activeBlocks.size + e.inflight * out, pinnedOwn: own,
+    };
+  });
+  const demand = { blocks: q.blockKeys.length, tokens: q.ids.length, outBlocks: out,
+    random: [view.picks >>> 0, (view.picks * 2246822519) >>> 0] };
+  const flat = flatten({ policy: 'ttft', blockSize: bs, ttftDecode: decode, ttftEvict: evict, ttftWait: wait },
+    demand, cands);
+  const { pick } = pickFlat(flat, es.length);
+  if (record) record(flat, es.length, pick);
+  return pick;
+};
+
+module.exports = { pickFlat, flatten, ttftC, POLICY, HEAD, CAND, MAX };
