@@ -1076,7 +1076,7 @@ ngx_http_kvroute_create_srv_conf(ngx_conf_t *cf)
     kcf->block_size = 16;
     kcf->max_body = 1024 * 1024;
     kcf->chunk_bytes = 64;
-    kcf->policy.policy = KVR_POLICY_COST;
+    kcf->policy.policy = KVR_POLICY_TTFT;
     kcf->policy.ttft_decode = 1200;
     kcf->policy.ttft_evict = 2;
     kcf->policy.ttft_wait = 40000;

@@ -54,8 +54,9 @@ function routerTable(top, build, opts = {}) {
     partition: { bench: 'partition', upstream: [] },
     hash: { upstream: ['hash $kvbench_prefix consistent;'] },
     // kvroute, approximate mode (predicts from its own routing decisions):
-    // its default policy (cost), its rule-based policy (policy=kvroute,
-    // the default before 2026-11-30 evening), and NVIDIA Dynamo's default cost
+    // its default policy (ttft since 2026-12-02), its rule-based policy
+    // (policy=kvroute, the default before 2026-11-30 evening), NVIDIA
+    // Dynamo's default cost, and policy=cost (the default until 2026-12-02)
     'kvroute-approx': kv('mode=approx'),
     'kvroute-rules': kv('mode=approx policy=kvroute'),
     'kvroute-dynamo': kv('mode=approx policy=dynamo'),
