@@ -99,6 +99,8 @@ test('router table: every router renders an upstream block', () => {
   assert.match(k, /kvroute mode=approx capacity=585 block_size=16;/);
   const d = routerTable('/top', '/top/build', { capacityBlocks: 100, blockSize: 32 })['kvroute-dynamo'];
   assert.deepEqual(d.upstream, ['kvroute mode=approx policy=dynamo capacity=100 block_size=32;']);
+  assert.deepEqual(table['kvroute-approx-ttft'].upstream, ['kvroute mode=approx policy=ttft capacity=585 block_size=16;']);
+  assert.deepEqual(table['kvroute-kv-ttft'].emulatorArgs, ['--kv-events', 'zmq']);
   const f = nginxConf({ dir: '/tmp/x', port: 9000, enginePorts: [9001, 9002], eventsPorts: [9101, 9102],
     router: { upstream: (c) => c.eventsPorts.map((p) => `# events ${p};`) } });
   assert.match(f, /# events 9101;\n\s+# events 9102;/);
