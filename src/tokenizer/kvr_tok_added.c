@@ -189,6 +189,10 @@ kvr_tok_added_find(const kvr_tok_added_t *at, const uint8_t *s, size_t len,
     uint32_t        node, best;
     const uint8_t  *p;
 
+    if (at->n_tokens == 0) {
+        return -1;
+    }
+
     for (i = from; i < len; i++) {
 
         if (at->n_first == 1) {

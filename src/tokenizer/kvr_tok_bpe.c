@@ -1,16 +1,21 @@
 /*
  * Copyright (C) kvroute developers
  *
- * Byte-level BPE (HF models/bpe/model.rs and word.rs): merge_all with a
- * min-heap ordered by (rank, position), so long pieces cost O(m log m).
+ * BPE (HF models/bpe/model.rs and word.rs): merge_all with a min-heap
+ * ordered by (rank, position), so long pieces cost O(m log m).  The
+ * initial symbols are a piece's bytes (byte-level files) or its chars
+ * (SentencePiece-style files: byte fallback to <0xNN> tokens, unk, fused
+ * unks), as HF's merge_word makes them.
  */
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include "kvr_tok_bpe.h"
+#include "kvr_tok_unicode.h"
 
 
 #define KVR_BPE_NO_ID         0xffffffffu
@@ -94,6 +99,25 @@ struct kvr_tok_bpe_s {
     size_t                 heap_cap;
 
     kvr_bpe_cache_slot_t  *cache;
+
+    /* the char model (kvr_tok_bpe_set_chars) */
+    int                    chars;
+    int                    byte_fallback;
+    int                    fuse_unk;
+    int                    split_words;
+    uint32_t               unk_id;                /* KVR_BPE_NO_ID: none */
+    uint32_t               ascii_id[128];
+    uint32_t               fallback_id[256];      /* the <0xNN> tokens */
+
+    /*
+     * junctions: (last char of a merge's left token, first char of its
+     * right token); a piece is cut between two chars that are none
+     */
+    uint64_t              *junctions;             /* key + 1, 0: empty */
+    size_t                 junctions_mask;
+    size_t                 junctions_used;
+    size_t                 n_merges;
+    uint8_t                ascii_junction[128 * 128 / 8];
 };
 
 
@@ -154,6 +178,8 @@ kvr_tok_bpe_create(size_t n_vocab, size_t n_merges)
 
     bpe->vocab_mask = vsize - 1;
     bpe->merges_mask = msize - 1;
+    bpe->n_merges = n_merges;
+    bpe->unk_id = KVR_BPE_NO_ID;
 
     return bpe;
 }
@@ -173,6 +199,7 @@ kvr_tok_bpe_free(kvr_tok_bpe_t *bpe)
     free(bpe->arena);
     free(bpe->symbols);
     free(bpe->heap);
+    free(bpe->junctions);
     free(bpe);
 }
 
@@ -329,6 +356,106 @@ kvr_tok_bpe_add_merge(kvr_tok_bpe_t *bpe, uint32_t left, uint32_t right,
 
 
 int
+kvr_tok_bpe_set_chars(kvr_tok_bpe_t *bpe, int byte_fallback, uint32_t unk_id,
+    int fuse_unk)
+{
+    bpe->chars = 1;
+    bpe->byte_fallback = byte_fallback;
+    bpe->unk_id = unk_id;
+    bpe->fuse_unk = fuse_unk;
+
+    return 0;
+}
+
+
+/*
+ * The char model: the ASCII chars' and the <0xNN> tokens' ids, and
+ * whether pieces may be cut at non-junctions.  That needs every symbol
+ * that is no merge product of chars (byte tokens, unk) to take part in no
+ * merge, and no unk that a cut could unfuse: unk unreachable (byte
+ * fallback with all 256 byte tokens) or none.
+ */
+static int
+kvr_bpe_finish_chars(kvr_tok_bpe_t *bpe)
+{
+    int        b, all_bytes;
+    char       name[8];
+    size_t     i, max_id;
+    uint8_t   *special, byte;
+    uint32_t   left, right;
+
+    all_bytes = 1;
+    max_id = bpe->unk_id != KVR_BPE_NO_ID ? bpe->unk_id : 0;
+
+    for (b = 0; b < 256; b++) {
+        snprintf(name, sizeof(name), "<0x%02X>", b);
+
+        if (kvr_tok_bpe_lookup(bpe, (const uint8_t *) name, 6,
+                               &bpe->fallback_id[b]) != 0)
+        {
+            bpe->fallback_id[b] = KVR_BPE_NO_ID;
+            all_bytes = 0;
+
+        } else if (bpe->fallback_id[b] > max_id) {
+            max_id = bpe->fallback_id[b];
+        }
+
+        if (b < 128) {
+            byte = (uint8_t) b;
+
+            if (kvr_tok_bpe_lookup(bpe, &byte, 1, &bpe->ascii_id[b]) != 0) {
+                bpe->ascii_id[b] = KVR_BPE_NO_ID;
+            }
+        }
+    }
+
+    if (!bpe->byte_fallback) {
+        for (b = 0; b < 256; b++) {
+            bpe->fallback_id[b] = KVR_BPE_NO_ID;
+        }
+
+        all_bytes = 0;
+    }
+
+    bpe->split_words = (bpe->unk_id == KVR_BPE_NO_ID || all_bytes);
+
+    special = calloc(max_id / 8 + 1, 1);
+    if (special == NULL) {
+        return -1;
+    }
+
+    for (b = 0; b < 256; b++) {
+        if (bpe->fallback_id[b] != KVR_BPE_NO_ID) {
+            special[bpe->fallback_id[b] >> 3] |= 1u << (bpe->fallback_id[b] & 7);
+        }
+    }
+
+    if (bpe->unk_id != KVR_BPE_NO_ID) {
+        special[bpe->unk_id >> 3] |= 1u << (bpe->unk_id & 7);
+    }
+
+    for (i = 0; i <= bpe->merges_mask; i++) {
+        if (bpe->merges[i].pair == KVR_BPE_EMPTY_PAIR) {
+            continue;
+        }
+
+        left = (uint32_t) (bpe->merges[i].pair >> 32);
+        right = (uint32_t) bpe->merges[i].pair;
+
+        if ((left <= max_id && (special[left >> 3] >> (left & 7)) & 1)
+            || (right <= max_id && (special[right >> 3] >> (right & 7)) & 1))
+        {
+            bpe->split_words = 0;
+        }
+    }
+
+    free(special);
+
+    return 0;
+}
+
+
+int
 kvr_tok_bpe_finish(kvr_tok_bpe_t *bpe, int ignore_merges)
 {
     int                     b, c;
@@ -366,6 +493,10 @@ kvr_tok_bpe_finish(kvr_tok_bpe_t *bpe, int ignore_merges)
     }
 
     bpe->ignore_merges = ignore_merges;
+
+    if (bpe->chars) {
+        return kvr_bpe_finish_chars(bpe);
+    }
 
     return 0;
 }
@@ -475,7 +606,10 @@ kvr_bpe_merge_get(const kvr_tok_bpe_t *bpe, uint32_t left, uint32_t right)
 }
 
 
-/* HF Word::merge_all: the surviving symbols end up in symbols[] */
+/*
+ * HF Word::merge_all: the surviving symbols end up in symbols[]; bytes
+ * (the symbols' bytes, byte-level) seeds the heap faster, or is NULL
+ */
 static int
 kvr_bpe_merge_all(kvr_tok_bpe_t *bpe, const uint8_t *bytes, size_t n_sym)
 {
@@ -488,8 +622,13 @@ kvr_bpe_merge_all(kvr_tok_bpe_t *bpe, const uint8_t *bytes, size_t n_sym)
     n_heap = 0;
 
     for (i = 0; i + 1 < n_sym; i++) {
-        m = &bpe->byte_pairs[bytes[i] * 256 + bytes[i + 1]];
-        m = (m->pair == KVR_BPE_EMPTY_PAIR) ? NULL : m;
+        if (bytes != NULL) {
+            m = &bpe->byte_pairs[bytes[i] * 256 + bytes[i + 1]];
+            m = (m->pair == KVR_BPE_EMPTY_PAIR) ? NULL : m;
+
+        } else {
+            m = kvr_bpe_merge_get(bpe, sym[i].id, sym[i + 1].id);
+        }
 
         if (m != NULL
             && kvr_bpe_heap_push(bpe, &n_heap, m, (uint32_t) i) != 0)
@@ -646,31 +785,280 @@ kvr_bpe_encode_filtered(kvr_tok_bpe_t *bpe, const uint8_t *piece,
 }
 
 
+static int
+kvr_bpe_symbols_reserve(kvr_tok_bpe_t *bpe, size_t n)
+{
+    size_t             cap;
+    kvr_bpe_symbol_t  *sym;
+
+    if (n <= bpe->symbols_cap) {
+        return 0;
+    }
+
+    cap = n < 256 ? 256 : n;
+    sym = realloc(bpe->symbols, cap * sizeof(kvr_bpe_symbol_t));
+    if (sym == NULL) {
+        return -1;
+    }
+
+    bpe->symbols = sym;
+    bpe->symbols_cap = cap;
+
+    return 0;
+}
+
+
+static void
+kvr_bpe_symbol_add(kvr_bpe_symbol_t *sym, size_t *n, uint32_t id,
+    uint32_t len)
+{
+    sym[*n].id = id;
+    sym[*n].prev = (int32_t) *n - 1;
+    sym[*n].next = (int32_t) *n + 1;
+    sym[*n].len = len;
+    (*n)++;
+}
+
+
+/*
+ * HF merge_word for the char model: a symbol per char in the vocab; an
+ * unknown char becomes its <0xNN> byte tokens (byte_fallback, when all
+ * exist), else unk (fused with a preceding unk when fuse_unk), else it is
+ * dropped.  As in HF, a pending unk is only added before the next char
+ * found in the vocab, so byte tokens can come before it.
+ */
+static int
+kvr_bpe_encode_chars(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
+    kvr_ids_t *out)
+{
+    size_t             i, j, n, n_sym;
+    uint32_t           id, cp, unk_len;
+    kvr_bpe_symbol_t  *sym;
+
+    if (kvr_bpe_symbols_reserve(bpe, len) != 0) {
+        return KVR_TOK_NO_MEMORY;
+    }
+
+    sym = bpe->symbols;
+    n_sym = 0;
+    unk_len = 0;
+
+    for (i = 0; i < len; i += n) {
+        if (piece[i] < 0x80) {
+            n = 1;
+            id = bpe->ascii_id[piece[i]];
+
+        } else {
+            n = kvr_tok_utf8_decode(piece + i, len - i, &cp);
+            n = n ? n : 1;
+
+            if (kvr_tok_bpe_lookup(bpe, piece + i, n, &id) != 0) {
+                id = KVR_BPE_NO_ID;
+            }
+        }
+
+        if (id != KVR_BPE_NO_ID) {
+            if (unk_len) {
+                kvr_bpe_symbol_add(sym, &n_sym, bpe->unk_id, unk_len);
+                unk_len = 0;
+            }
+
+            kvr_bpe_symbol_add(sym, &n_sym, id, (uint32_t) n);
+            continue;
+        }
+
+        if (bpe->byte_fallback) {
+            for (j = 0; j < n; j++) {
+                if (bpe->fallback_id[piece[i + j]] == KVR_BPE_NO_ID) {
+                    break;
+                }
+            }
+
+            if (j == n) {
+                for (j = 0; j < n; j++) {
+                    kvr_bpe_symbol_add(sym, &n_sym,
+                                       bpe->fallback_id[piece[i + j]], 1);
+                }
+
+                continue;
+            }
+        }
+
+        if (bpe->unk_id == KVR_BPE_NO_ID) {
+            continue;
+        }
+
+        if (unk_len && !bpe->fuse_unk) {
+            kvr_bpe_symbol_add(sym, &n_sym, bpe->unk_id, unk_len);
+            unk_len = 0;
+        }
+
+        unk_len += (uint32_t) n;
+    }
+
+    if (unk_len) {
+        kvr_bpe_symbol_add(sym, &n_sym, bpe->unk_id, unk_len);
+    }
+
+    if (n_sym == 0) {
+        return KVR_TOK_OK;
+    }
+
+    sym[n_sym - 1].next = -1;
+
+    if (kvr_bpe_merge_all(bpe, NULL, n_sym) != 0) {
+        return KVR_TOK_NO_MEMORY;
+    }
+
+    for (i = 0; i < n_sym; i++) {
+        if (sym[i].len != 0 && kvr_ids_push(out, sym[i].id) != 0) {
+            return out->n == out->max ? KVR_TOK_TOO_MANY : KVR_TOK_NO_MEMORY;
+        }
+    }
+
+    return KVR_TOK_OK;
+}
+
+
+static int
+kvr_bpe_encode_one(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
+    kvr_ids_t *out)
+{
+    if (bpe->chars) {
+        return kvr_bpe_encode_chars(bpe, piece, len, out);
+    }
+
+    return kvr_bpe_encode_word(bpe, piece, len, out);
+}
+
+
+static uint64_t *
+kvr_bpe_junction_find(const kvr_tok_bpe_t *bpe, uint64_t key)
+{
+    size_t  i;
+
+    for (i = kvr_bpe_pair_hash(key) & bpe->junctions_mask; /* void */ ;
+         i = (i + 1) & bpe->junctions_mask)
+    {
+        if (bpe->junctions[i] == key + 1 || bpe->junctions[i] == 0) {
+            return &bpe->junctions[i];
+        }
+    }
+}
+
+
+/* 1 when some merge could join a symbol ending in last to one at first */
+static int
+kvr_bpe_junction(const kvr_tok_bpe_t *bpe, uint32_t last, uint32_t first)
+{
+    size_t  bit;
+
+    if (last < 128 && first < 128) {
+        bit = last * 128 + first;
+        return (bpe->ascii_junction[bit >> 3] >> (bit & 7)) & 1;
+    }
+
+    return *kvr_bpe_junction_find(bpe, (uint64_t) last << 32 | first) != 0;
+}
+
+
 int
-kvr_tok_bpe_encode(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
+kvr_tok_bpe_add_junction(kvr_tok_bpe_t *bpe, uint32_t last, uint32_t first)
+{
+    size_t     size, bit;
+    uint64_t  *slot;
+
+    if (last < 128 && first < 128) {
+        bit = last * 128 + first;
+        bpe->ascii_junction[bit >> 3] |= (uint8_t) (1u << (bit & 7));
+        return 0;
+    }
+
+    if (bpe->junctions == NULL) {
+        /* at most one per merge */
+        size = kvr_bpe_table_size(bpe->n_merges);
+        bpe->junctions = calloc(size, sizeof(uint64_t));
+        if (bpe->junctions == NULL) {
+            return -1;
+        }
+
+        bpe->junctions_mask = size - 1;
+    }
+
+    slot = kvr_bpe_junction_find(bpe, (uint64_t) last << 32 | first);
+
+    if (*slot == 0) {
+        if (bpe->junctions_used + 1 > (bpe->junctions_mask + 1) * 3 / 4) {
+            return -1;
+        }
+
+        *slot = ((uint64_t) last << 32 | first) + 1;
+        bpe->junctions_used++;
+    }
+
+    return 0;
+}
+
+
+static int kvr_bpe_encode_cached(kvr_tok_bpe_t *bpe, const uint8_t *piece,
+    size_t len, kvr_ids_t *out);
+
+
+/*
+ * The char model cuts a piece between two chars no merge can join (no
+ * junction): the symbols on either side never meet, so each part merges
+ * exactly as inside the whole piece, and the parts are mostly words that
+ * the word cache answers.
+ */
+static int
+kvr_bpe_encode_words(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
+    kvr_ids_t *out)
+{
+    int       rc;
+    size_t    i, n, start;
+    uint32_t  cp, prev;
+
+    start = 0;
+    prev = KVR_BPE_NO_ID;
+
+    for (i = 0; i < len; i += n) {
+        if (piece[i] < 0x80) {
+            n = 1;
+            cp = piece[i];
+
+        } else {
+            n = kvr_tok_utf8_decode(piece + i, len - i, &cp);
+            n = n ? n : 1;
+        }
+
+        if (i != 0 && !kvr_bpe_junction(bpe, prev, cp)) {
+            rc = kvr_bpe_encode_cached(bpe, piece + start, i - start, out);
+            if (rc != KVR_TOK_OK) {
+                return rc;
+            }
+
+            start = i;
+        }
+
+        prev = cp;
+    }
+
+    return kvr_bpe_encode_cached(bpe, piece + start, len - start, out);
+}
+
+
+/* one piece (or word of a piece) through the word cache */
+static int
+kvr_bpe_encode_cached(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
     kvr_ids_t *out)
 {
     int                    rc;
     size_t                 i, first, n_ids;
-    uint32_t               id;
     uint64_t               hash;
     kvr_bpe_cache_slot_t  *slot;
 
-    if (len == 0) {
-        return KVR_TOK_OK;
-    }
-
-    if (bpe->ignore_merges && kvr_tok_bpe_lookup(bpe, piece, len, &id) == 0)
-    {
-        if (kvr_ids_push(out, id) != 0) {
-            return out->n == out->max ? KVR_TOK_TOO_MANY : KVR_TOK_NO_MEMORY;
-        }
-
-        return KVR_TOK_OK;
-    }
-
     if (len > KVR_BPE_CACHE_MAX_KEY) {
-        return kvr_bpe_encode_word(bpe, piece, len, out);
+        return kvr_bpe_encode_one(bpe, piece, len, out);
     }
 
     hash = XXH3_64bits(piece, len);
@@ -691,7 +1079,7 @@ kvr_tok_bpe_encode(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
 
     first = out->n;
 
-    rc = kvr_bpe_encode_word(bpe, piece, len, out);
+    rc = kvr_bpe_encode_one(bpe, piece, len, out);
     if (rc != KVR_TOK_OK) {
         return rc;
     }
@@ -711,6 +1099,35 @@ kvr_tok_bpe_encode(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
     }
 
     return KVR_TOK_OK;
+}
+
+
+
+int
+kvr_tok_bpe_encode(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
+    kvr_ids_t *out)
+{
+    uint32_t  id;
+
+    if (len == 0) {
+        return KVR_TOK_OK;
+    }
+
+    /* the whole piece, never one of its words (HF) */
+    if (bpe->ignore_merges && kvr_tok_bpe_lookup(bpe, piece, len, &id) == 0)
+    {
+        if (kvr_ids_push(out, id) != 0) {
+            return out->n == out->max ? KVR_TOK_TOO_MANY : KVR_TOK_NO_MEMORY;
+        }
+
+        return KVR_TOK_OK;
+    }
+
+    if (bpe->split_words) {
+        return kvr_bpe_encode_words(bpe, piece, len, out);
+    }
+
+    return kvr_bpe_encode_cached(bpe, piece, len, out);
 }
 
 

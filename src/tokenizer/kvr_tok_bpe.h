@@ -1,10 +1,11 @@
 /*
  * Copyright (C) kvroute developers
  *
- * The byte-level BPE model of a tokenizer.json (HF models/bpe): the vocab
- * and the merges, both keyed by raw bytes (vocab keys are decoded from the
- * GPT-2 byte-to-unicode alphabet once at load), the heap merge of one
- * piece, ignore_merges, and a bounded per-process word cache.
+ * The BPE model of a tokenizer.json (HF models/bpe): the vocab and the
+ * merges, both keyed by raw bytes (byte-level vocab keys are decoded from
+ * the GPT-2 byte-to-unicode alphabet once at load), the heap merge of one
+ * piece, ignore_merges, byte fallback and unk for SentencePiece-style
+ * files, and a bounded per-process word cache.
  */
 
 #ifndef _KVR_TOK_BPE_H_INCLUDED_
@@ -34,6 +35,26 @@ int kvr_tok_bpe_lookup(const kvr_tok_bpe_t *bpe, const uint8_t *key,
 /* a later merge of the same pair replaces an earlier one (HF's HashMap) */
 int kvr_tok_bpe_add_merge(kvr_tok_bpe_t *bpe, uint32_t left,
     uint32_t right, uint32_t rank, uint32_t new_id);
+
+/*
+ * The SentencePiece-style model (no ByteLevel pre-tokenizer): vocab keys
+ * are the raw UTF-8 strings and the initial symbols a piece's chars; an
+ * unknown char goes to its <0xNN> tokens (byte_fallback), else to unk_id
+ * (KVR_TOK_BPE_NO_UNK: dropped), consecutive unks fused when fuse_unk.
+ * Call right after create.
+ */
+#define KVR_TOK_BPE_NO_UNK  0xffffffffu
+
+int kvr_tok_bpe_set_chars(kvr_tok_bpe_t *bpe, int byte_fallback,
+    uint32_t unk_id, int fuse_unk);
+
+/*
+ * The char model: a merge's left token ends with code point last and its
+ * right token starts with first.  Pieces are cut between chars that are
+ * no junction of any merge.  -1 when out of memory.
+ */
+int kvr_tok_bpe_add_junction(kvr_tok_bpe_t *bpe, uint32_t last,
+    uint32_t first);
 
 /* call after vocab and merges are complete; -1 when out of memory */
 int kvr_tok_bpe_finish(kvr_tok_bpe_t *bpe, int ignore_merges);

@@ -34,7 +34,8 @@
 
 struct kvr_tok_pretok_s {
     int                  jit;        /* 0: JIT unavailable, interpret */
-    int                  max_digits; /* \p{N} (1) or \p{N}{1,3} (3) */
+    int                  max_digits; /* \p{N} (1) or \p{N}{1,3} (3); 0:
+                                        no ASCII matcher for the pattern */
     pcre2_code          *code;
     pcre2_match_data    *match_data;
     pcre2_match_context *match_ctx;
@@ -44,18 +45,45 @@ struct kvr_tok_pretok_s {
 
 /*
  * The Split patterns known to translate exactly (verified against Rust on
- * every code point and on fuzz strings): Qwen2/2.5/3 and Llama-3.x.
+ * every code point and on fuzz strings), with the digit run length of the
+ * ASCII matcher (0: PCRE2 only).
  */
-static const char  *kvr_pretok_known[] = {
-    /* the max_digits of each pattern: 1, 3 */
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}"
-    "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+typedef struct {
+    const char  *pattern;
+    int          max_digits;
+} kvr_pretok_known_t;
 
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+"
-    "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)"
-    "|\\s+",
 
-    NULL
+static const kvr_pretok_known_t  kvr_pretok_known[] = {
+
+    /* Qwen2/2.5/3 */
+    { "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}"
+      "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", 1 },
+
+    /* Llama-3.x */
+    { "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+"
+      "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)"
+      "|\\s+", 3 },
+
+    /* DeepSeek-V3 / R1: digits, CJK runs, then the rest (3 Splits) */
+    { "\\p{N}{1,3}", 0 },
+
+    { "[\xe4\xb8\x80-\xe9\xbe\xa5\xe3\x81\x80-\xe3\x82\x9f\xe3\x82\xa0-"
+      "\xe3\x83\xbf]+", 0 },
+
+    { "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+"
+      "|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+"
+      "| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+", 0 },
+
+    /* gpt-oss (o200k) */
+    { "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*"
+      "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+      "|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
+      "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+      "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+"
+      "|\\s+(?!\\S)|\\s+", 0 },
+
+    { NULL, 0 }
 };
 
 
@@ -68,12 +96,10 @@ typedef struct {
 
 
 static void
-kvr_pretok_add(kvr_pretok_str_t *str, const char *s)
+kvr_pretok_add_n(kvr_pretok_str_t *str, const char *s, size_t len)
 {
-    size_t   len, cap;
+    size_t   cap;
     char    *data;
-
-    len = strlen(s);
 
     if (str->failed) {
         return;
@@ -91,8 +117,16 @@ kvr_pretok_add(kvr_pretok_str_t *str, const char *s)
         str->cap = cap;
     }
 
-    memcpy(str->data + str->len, s, len + 1);
+    memcpy(str->data + str->len, s, len);
     str->len += len;
+    str->data[str->len] = '\0';
+}
+
+
+static void
+kvr_pretok_add(kvr_pretok_str_t *str, const char *s)
+{
+    kvr_pretok_add_n(str, s, strlen(s));
 }
 
 
@@ -120,10 +154,12 @@ kvr_pretok_add_ranges(kvr_pretok_str_t *str, const kvr_tok_range_t *ranges,
 char *
 kvr_tok_pretok_rewrite(const char *pattern, char *err, size_t errlen)
 {
-    int               in_class;
-    char              one[3];
-    const char       *p;
-    kvr_pretok_str_t  str;
+    int                     in_class;
+    char                    one[3];
+    size_t                  n_extra;
+    const char             *p, *end;
+    kvr_pretok_str_t        str;
+    const kvr_tok_range_t  *extra;
 
     memset(&str, 0, sizeof(str));
     in_class = 0;
@@ -149,27 +185,31 @@ kvr_tok_pretok_rewrite(const char *pattern, char *err, size_t errlen)
             continue;
         }
 
-        if (strncmp(p, "\\p{L}", 5) == 0 || strncmp(p, "\\p{N}", 5) == 0) {
+        if (strncmp(p, "\\p{", 3) == 0) {
+            /* a general category, with what PCRE2 10.42 lacks of it */
+            end = strchr(p + 3, '}');
+            extra = (end == NULL) ? NULL
+                    : kvr_tok_pcre2_missing(p + 3, (size_t) (end - p - 3),
+                                            &n_extra);
+
+            if (extra == NULL) {
+                snprintf(err, errlen, "regex: property %.12s not supported",
+                         p);
+                goto failed;
+            }
+
             if (!in_class) {
                 kvr_pretok_add(&str, "[");
             }
 
-            kvr_pretok_add(&str, p[3] == 'L' ? "\\p{L}" : "\\p{N}");
-
-            if (p[3] == 'L') {
-                kvr_pretok_add_ranges(&str, kvr_tok_pcre2_missing_letter,
-                                      kvr_tok_pcre2_missing_letter_n);
-
-            } else {
-                kvr_pretok_add_ranges(&str, kvr_tok_pcre2_missing_number,
-                                      kvr_tok_pcre2_missing_number_n);
-            }
+            kvr_pretok_add_n(&str, p, (size_t) (end - p + 1));
+            kvr_pretok_add_ranges(&str, extra, n_extra);
 
             if (!in_class) {
                 kvr_pretok_add(&str, "]");
             }
 
-            p += 5;
+            p = end + 1;
             continue;
         }
 
@@ -233,20 +273,21 @@ kvr_tok_pretok_create(const char *pattern, char *err, size_t errlen)
 {
     int                i, known, rc;
     char              *rewritten;
+    uint32_t           min_len;
     char               version[32];
     PCRE2_SIZE         erroff;
     PCRE2_UCHAR        msg[256];
     kvr_tok_pretok_t  *pt;
 
-    known = 0;
+    known = -1;
 
-    for (i = 0; kvr_pretok_known[i] != NULL; i++) {
-        if (strcmp(pattern, kvr_pretok_known[i]) == 0) {
-            known = (i == 0) ? 1 : 3;
+    for (i = 0; kvr_pretok_known[i].pattern != NULL; i++) {
+        if (strcmp(pattern, kvr_pretok_known[i].pattern) == 0) {
+            known = kvr_pretok_known[i].max_digits;
         }
     }
 
-    if (!known) {
+    if (known < 0) {
         snprintf(err, errlen, "pre_tokenizer: Split regex is not one of "
                  "the patterns known to translate to PCRE2 exactly");
         return NULL;
@@ -283,6 +324,18 @@ kvr_tok_pretok_create(const char *pattern, char *err, size_t errlen)
         pcre2_get_error_message(rc, msg, sizeof(msg));
         snprintf(err, errlen, "pre_tokenizer: PCRE2 compile failed at %zu: "
                  "%s", (size_t) erroff, (char *) msg);
+        goto failed;
+    }
+
+    /*
+     * an empty match would split a gap in HF (find_iter) and not here;
+     * none of the known patterns can match empty
+     */
+    if (pcre2_pattern_info(pt->code, PCRE2_INFO_MINLENGTH, &min_len) != 0
+        || min_len == 0)
+    {
+        snprintf(err, errlen, "pre_tokenizer: Split regex can match the "
+                 "empty string");
         goto failed;
     }
 
@@ -327,6 +380,42 @@ kvr_tok_pretok_free(kvr_tok_pretok_t *pt)
     pcre2_match_data_free(pt->match_data);
     pcre2_code_free(pt->code);
     free(pt);
+}
+
+
+int
+kvr_tok_pretok_find(kvr_tok_pretok_t *pt, const uint8_t *s, size_t len,
+    size_t from, size_t *start, size_t *end)
+{
+    int          rc;
+    PCRE2_SIZE  *ov;
+
+    if (from >= len) {
+        return 1;
+    }
+
+    if (pt->jit) {
+        rc = pcre2_jit_match(pt->code, s, len, from, PCRE2_NO_UTF_CHECK,
+                             pt->match_data, pt->match_ctx);
+
+    } else {
+        rc = pcre2_match(pt->code, s, len, from, PCRE2_NO_UTF_CHECK,
+                         pt->match_data, pt->match_ctx);
+    }
+
+    if (rc == PCRE2_ERROR_NOMATCH) {
+        return 1;
+    }
+
+    if (rc < 0) {
+        return rc == PCRE2_ERROR_NOMEMORY ? KVR_TOK_NO_MEMORY : KVR_TOK_REGEX;
+    }
+
+    ov = pcre2_get_ovector_pointer(pt->match_data);
+    *start = ov[0];
+    *end = ov[1];
+
+    return 0;
 }
 
 
@@ -551,6 +640,10 @@ kvr_tok_pretok_split(kvr_tok_pretok_t *pt, const uint8_t *s, size_t len,
     kvr_tok_piece_pt piece, void *ctx)
 {
     size_t  i;
+
+    if (pt->max_digits == 0) {
+        return kvr_tok_pretok_split_pcre2(pt, s, len, piece, ctx);
+    }
 
     for (i = 0; i < len; i++) {
         if (s[i] >= 0x80) {

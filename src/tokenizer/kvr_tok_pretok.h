@@ -1,10 +1,11 @@
 /*
  * Copyright (C) kvroute developers
  *
- * The Split(regex, Isolated) pre-tokenizer of a tokenizer.json, run with
+ * The regex of a Split pre-tokenizer of a tokenizer.json, run with
  * PCRE2 (UTF, UCP, JIT) after rewriting the Oniguruma pattern so that both
  * engines agree (docs/tokenizer.md 4.3): \s becomes Unicode White_Space,
- * \p{L} and \p{N} get the Unicode 15-16 code points PCRE2 10.42 lacks.
+ * \p{L}, \p{N}, \p{P}, \p{S}, \p{M} and the letter subcategories get the
+ * Unicode 15-16 code points PCRE2 10.42 lacks.
  */
 
 #ifndef _KVR_TOK_PRETOK_H_INCLUDED_
@@ -29,7 +30,10 @@ typedef int (*kvr_tok_piece_pt)(void *ctx, const uint8_t *piece,
  */
 char *kvr_tok_pretok_rewrite(const char *pattern, char *err, size_t errlen);
 
-/* compiles one of the known pre-tokenizer patterns (Qwen2/3, Llama-3) */
+/*
+ * compiles one of the known pre-tokenizer patterns (Qwen2/3, Llama-3.x,
+ * DeepSeek-V3's three, gpt-oss)
+ */
 kvr_tok_pretok_t *kvr_tok_pretok_create(const char *pattern, char *err,
     size_t errlen);
 
@@ -43,6 +47,14 @@ void kvr_tok_pretok_free(kvr_tok_pretok_t *pt);
  */
 int kvr_tok_pretok_split(kvr_tok_pretok_t *pt, const uint8_t *s, size_t len,
     kvr_tok_piece_pt piece, void *ctx);
+
+/*
+ * The next match at or after from (never empty: patterns that can match
+ * the empty string are refused): 0 and [*start, *end), 1 when there is
+ * none, or KVR_TOK_REGEX / KVR_TOK_NO_MEMORY.
+ */
+int kvr_tok_pretok_find(kvr_tok_pretok_t *pt, const uint8_t *s, size_t len,
+    size_t from, size_t *start, size_t *end);
 
 /* the two ways, for tests: PCRE2 on any text, the matcher on ASCII only */
 int kvr_tok_pretok_split_pcre2(kvr_tok_pretok_t *pt, const uint8_t *s,

@@ -49,6 +49,117 @@ const size_t  kvr_tok_pcre2_missing_number_n = 10;    /* 120 code points */
 
 
 /*
+ * the other general categories the known pre-tokenizer regexes name
+ * (DeepSeek-V3, gpt-oss): what Oniguruma in tokenizers 0.23.2 (Unicode 16)
+ * has and PCRE2 10.42 lacks, probed code point by code point through the
+ * npm binding; PCRE2 has none that Oniguruma lacks
+ */
+static const kvr_tok_range_t  kvr_tok_missing_punctuation[] = {
+    { 0x1b4e, 0x1b4f }, { 0x1b7f, 0x1b7f }, { 0x10d6e, 0x10d6e },
+    { 0x113d4, 0x113d5 }, { 0x113d7, 0x113d8 }, { 0x11b00, 0x11b09 },
+    { 0x11be1, 0x11be1 }, { 0x11f43, 0x11f4f }, { 0x16d6d, 0x16d6f },
+    { 0x1e5ff, 0x1e5ff },
+};
+
+static const kvr_tok_range_t  kvr_tok_missing_symbol[] = {
+    { 0x2427, 0x2429 }, { 0x2ffc, 0x2fff }, { 0x31e4, 0x31e5 },
+    { 0x31ef, 0x31ef }, { 0x10d8e, 0x10d8f }, { 0x1cc00, 0x1ccef },
+    { 0x1cd00, 0x1ceb3 }, { 0x1f6dc, 0x1f6dc }, { 0x1f774, 0x1f776 },
+    { 0x1f77b, 0x1f77f }, { 0x1f7d9, 0x1f7d9 }, { 0x1f8b2, 0x1f8bb },
+    { 0x1f8c0, 0x1f8c1 }, { 0x1fa75, 0x1fa77 }, { 0x1fa87, 0x1fa89 },
+    { 0x1fa8f, 0x1fa8f }, { 0x1faad, 0x1faaf }, { 0x1fabb, 0x1fabf },
+    { 0x1fac6, 0x1fac6 }, { 0x1face, 0x1facf }, { 0x1fada, 0x1fadc },
+    { 0x1fadf, 0x1fadf }, { 0x1fae8, 0x1fae9 }, { 0x1faf7, 0x1faf8 },
+    { 0x1fbcb, 0x1fbef },
+};
+
+static const kvr_tok_range_t  kvr_tok_missing_mark[] = {
+    { 0x0897, 0x0897 }, { 0x0cf3, 0x0cf3 }, { 0x0ece, 0x0ece },
+    { 0x10d69, 0x10d6d }, { 0x10efc, 0x10eff }, { 0x11241, 0x11241 },
+    { 0x113b8, 0x113c0 }, { 0x113c2, 0x113c2 }, { 0x113c5, 0x113c5 },
+    { 0x113c7, 0x113ca }, { 0x113cc, 0x113d0 }, { 0x113d2, 0x113d2 },
+    { 0x113e1, 0x113e2 }, { 0x11f00, 0x11f01 }, { 0x11f03, 0x11f03 },
+    { 0x11f34, 0x11f3a }, { 0x11f3e, 0x11f42 }, { 0x11f5a, 0x11f5a },
+    { 0x13440, 0x13440 }, { 0x13447, 0x13455 }, { 0x1611e, 0x1612f },
+    { 0x1e08f, 0x1e08f }, { 0x1e4ec, 0x1e4ef }, { 0x1e5ee, 0x1e5ef },
+};
+
+static const kvr_tok_range_t  kvr_tok_missing_upper[] = {
+    { 0x1c89, 0x1c89 }, { 0xa7cb, 0xa7cc }, { 0xa7da, 0xa7da },
+    { 0xa7dc, 0xa7dc }, { 0x10d50, 0x10d65 },
+};
+
+static const kvr_tok_range_t  kvr_tok_missing_lower[] = {
+    { 0x1c8a, 0x1c8a }, { 0xa7cd, 0xa7cd }, { 0xa7db, 0xa7db },
+    { 0x10d70, 0x10d85 }, { 0x1df25, 0x1df2a },
+};
+
+static const kvr_tok_range_t  kvr_tok_missing_modifier[] = {
+    { 0x10d4e, 0x10d4e }, { 0x10d6f, 0x10d6f }, { 0x16d40, 0x16d42 },
+    { 0x16d6b, 0x16d6c }, { 0x1e030, 0x1e06d }, { 0x1e4eb, 0x1e4eb },
+};
+
+static const kvr_tok_range_t  kvr_tok_missing_other_letter[] = {
+    { 0x105c0, 0x105f3 }, { 0x10d4a, 0x10d4d }, { 0x10d4f, 0x10d4f },
+    { 0x10ec2, 0x10ec4 }, { 0x1123f, 0x11240 }, { 0x11380, 0x11389 },
+    { 0x1138b, 0x1138b }, { 0x1138e, 0x1138e }, { 0x11390, 0x113b5 },
+    { 0x113b7, 0x113b7 }, { 0x113d1, 0x113d1 }, { 0x113d3, 0x113d3 },
+    { 0x11bc0, 0x11be0 }, { 0x11f02, 0x11f02 }, { 0x11f04, 0x11f10 },
+    { 0x11f12, 0x11f33 }, { 0x1342f, 0x1342f }, { 0x13441, 0x13446 },
+    { 0x13460, 0x143fa }, { 0x16100, 0x1611d }, { 0x16d43, 0x16d6a },
+    { 0x18cff, 0x18cff }, { 0x1b132, 0x1b132 }, { 0x1b155, 0x1b155 },
+    { 0x1e4d0, 0x1e4ea }, { 0x1e5d0, 0x1e5ed }, { 0x1e5f0, 0x1e5f0 },
+    { 0x2b739, 0x2b739 }, { 0x2ebf0, 0x2ee5d }, { 0x31350, 0x323af },
+};
+
+typedef struct {
+    const char             *name;
+    const kvr_tok_range_t  *ranges;
+    size_t                  n;
+} kvr_tok_category_t;
+
+
+#define kvr_tok_cat(name, table)                                           \
+    { name, table, sizeof(table) / sizeof(kvr_tok_range_t) }
+
+static const kvr_tok_category_t  kvr_tok_categories[] = {
+    { "L", kvr_tok_pcre2_missing_letter, 35 },
+    { "N", kvr_tok_pcre2_missing_number, 10 },
+    kvr_tok_cat("P", kvr_tok_missing_punctuation),
+    kvr_tok_cat("S", kvr_tok_missing_symbol),
+    kvr_tok_cat("M", kvr_tok_missing_mark),
+    kvr_tok_cat("Lu", kvr_tok_missing_upper),
+    kvr_tok_cat("Ll", kvr_tok_missing_lower),
+    { "Lt", NULL, 0 },
+    kvr_tok_cat("Lm", kvr_tok_missing_modifier),
+    kvr_tok_cat("Lo", kvr_tok_missing_other_letter),
+};
+
+
+#define KVR_TOK_N_CATEGORIES                                               \
+    (sizeof(kvr_tok_categories) / sizeof(kvr_tok_category_t))
+
+
+const kvr_tok_range_t *
+kvr_tok_pcre2_missing(const char *category, size_t len, size_t *n)
+{
+    size_t  i;
+
+    for (i = 0; i < KVR_TOK_N_CATEGORIES; i++) {
+        if (strlen(kvr_tok_categories[i].name) == len
+            && memcmp(kvr_tok_categories[i].name, category, len) == 0)
+        {
+            *n = kvr_tok_categories[i].n;
+            return kvr_tok_categories[i].ranges
+                   ? kvr_tok_categories[i].ranges : kvr_tok_white_space;
+        }
+    }
+
+    return NULL;
+}
+
+
+/*
  * marks HF NFC (Unicode 9 tables) treats as unassigned but utf8proc 2.8
  * would reorder or compose, plus U+11930 and U+11935
  */

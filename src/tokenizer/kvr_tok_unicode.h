@@ -31,6 +31,15 @@ extern const kvr_tok_range_t  kvr_tok_nfc_passthrough[];
 extern const size_t           kvr_tok_nfc_passthrough_n;
 
 
+/*
+ * The code points of general category `category` (len bytes: "L", "N",
+ * "P", "S", "M", "Lu", "Ll", "Lt", "Lm", "Lo") that Oniguruma in HF
+ * tokenizers 0.23.2 has and PCRE2 10.42 lacks; *n may be 0.  NULL for a
+ * category no known pattern uses.
+ */
+const kvr_tok_range_t *kvr_tok_pcre2_missing(const char *category,
+    size_t len, size_t *n);
+
 /* 1 when cp lies in one of the n sorted ranges */
 int kvr_tok_in_ranges(const kvr_tok_range_t *ranges, size_t n, uint32_t cp);
 

@@ -2,9 +2,10 @@
  * Copyright (C) kvroute developers
  *
  * tokenizer.json loading and the encode pipeline of HF tokenizers 0.23.2
- * (docs/tokenizer.md 3): added tokens on the raw text, then per gap NFC
- * (if configured), the regex split, byte-level BPE; then the
- * post-processor's special tokens.  Anything else is refused at load.
+ * (docs/tokenizer.md 3): added tokens on the raw text, then per gap the
+ * normalizer, the normalized added tokens, the pre-tokenizer steps, BPE
+ * (byte-level or SentencePiece-style); then the post-processor's special
+ * tokens.  Anything else is refused at load, with the component named.
  */
 
 #include <stdio.h>
@@ -16,8 +17,8 @@
 #include "kvr_tok_added.h"
 #include "kvr_tok_bpe.h"
 #include "kvr_tok_cache.h"
-#include "kvr_tok_normalize.h"
-#include "kvr_tok_pretok.h"
+#include "kvr_tok_normalizers.h"
+#include "kvr_tok_presplit.h"
 #include "kvr_tok_unicode.h"
 
 
@@ -26,12 +27,15 @@
 
 
 struct kvr_tokenizer_s {
-    kvr_tok_bpe_t     *bpe;
-    kvr_tok_pretok_t  *pretok;
-    kvr_tok_added_t   *added;
+    kvr_tok_bpe_t       *bpe;
+    kvr_tok_norm_t      *norm;
+    kvr_tok_presplit_t  *presplit;
+    kvr_tok_added_t     *added;
+    kvr_tok_added_t     *added_norm;     /* normalized=true, on the gaps */
 
-    int                nfc;
-    int                split_special;    /* split_special_tokens */
+    int                  byte_level;     /* the pre-tokenizer ends so */
+    int                  first_sensitive;
+    int                  split_special;  /* split_special_tokens */
     size_t             max_input;
 
     /* post-processor: ids around the sequence when add_special_tokens */
@@ -191,10 +195,16 @@ kvr_tok_load_vocab(kvr_tokenizer_t *tk, json_t *model, char *err,
             kvr_tok_fail("out of memory");
         }
 
-        /* keys outside the byte-level alphabet can never be produced */
-        n = kvr_tok_bytelevel_decode(str, len, key);
-        if (n < 0) {
-            continue;
+        if (tk->byte_level) {
+            /* keys outside the byte-level alphabet are never produced */
+            n = kvr_tok_bytelevel_decode(str, len, key);
+            if (n < 0) {
+                continue;
+            }
+
+        } else {
+            memcpy(key, str, len);
+            n = (long) len;
         }
 
         rc = kvr_tok_bpe_add_token(tk->bpe, key, (size_t) n, (uint32_t) id);
@@ -221,12 +231,45 @@ kvr_tok_merge_id(kvr_tokenizer_t *tk, const char *s, size_t len,
 {
     long  n;
 
-    n = kvr_tok_bytelevel_decode(s, len, buf);
-    if (n < 0) {
-        return 1;
+    if (!tk->byte_level) {
+        memcpy(buf, s, len);
+        n = (long) len;
+
+    } else {
+        n = kvr_tok_bytelevel_decode(s, len, buf);
+        if (n < 0) {
+            return 1;
+        }
     }
 
     return kvr_tok_bpe_lookup(tk->bpe, buf, (size_t) n, id) == 0 ? 0 : -1;
+}
+
+
+/* the last char of a and the first of b meet in this merge */
+static int
+kvr_tok_add_junction(kvr_tokenizer_t *tk, const char *a, size_t len_a,
+    const char *b, size_t len_b)
+{
+    size_t          i;
+    uint32_t        last, first;
+    const uint8_t  *pa;
+
+    pa = (const uint8_t *) a;
+    i = len_a;
+
+    while (i > 0 && (pa[i - 1] & 0xc0) == 0x80) {
+        i--;
+    }
+
+    if (i == 0 || kvr_tok_utf8_decode(pa + i - 1, len_a - i + 1, &last) == 0
+        || kvr_tok_utf8_decode((const uint8_t *) b, len_b, &first) == 0)
+    {
+        /* not valid UTF-8: the vocab lookups fail first */
+        return 0;
+    }
+
+    return kvr_tok_bpe_add_junction(tk->bpe, last, first);
 }
 
 
@@ -295,8 +338,19 @@ kvr_tok_load_merges(kvr_tokenizer_t *tk, json_t *model, char *err,
             continue;
         }
 
-        n = kvr_tok_bytelevel_decode(a, len_a, buf);
-        n += kvr_tok_bytelevel_decode(b, len_b, buf + n);
+        if (tk->byte_level) {
+            n = kvr_tok_bytelevel_decode(a, len_a, buf);
+            n += kvr_tok_bytelevel_decode(b, len_b, buf + n);
+
+        } else {
+            memcpy(buf, a, len_a);
+            memcpy(buf + len_a, b, len_b);
+            n = (long) (len_a + len_b);
+
+            if (kvr_tok_add_junction(tk, a, len_a, b, len_b) != 0) {
+                kvr_tok_fail("model.merges: out of memory");
+            }
+        }
 
         if (kvr_tok_bpe_lookup(tk->bpe, buf, (size_t) n, &id_new) != 0) {
             kvr_tok_fail("model.merges[%zu]: merged token not in the vocab",
@@ -327,18 +381,22 @@ kvr_tok_load_model(kvr_tokenizer_t *tk, json_t *root, char *err,
     size_t errlen)
 {
     int          b, missing;
-    json_t      *model, *vocab, *merges;
+    json_t      *model, *vocab, *merges, *unk;
     uint8_t      byte;
-    uint32_t     id;
+    uint32_t     id, unk_id;
+    const char  *type;
 
     model = json_object_get(root, "model");
+    type = json_string_value(json_object_get(model, "type"));
 
-    if (!json_is_object(model) || !kvr_tok_is_type(model, "BPE")) {
-        kvr_tok_fail("model: only type BPE is supported");
+    if (!json_is_object(model) || type == NULL || strcmp(type, "BPE") != 0) {
+        kvr_tok_fail("model %.20s is not supported (only BPE)",
+                     type ? type : "without a type");
     }
 
-    if (!kvr_tok_false(model, "byte_fallback")) {
-        kvr_tok_fail("model: byte_fallback is not supported");
+    if (tk->byte_level && !kvr_tok_false(model, "byte_fallback")) {
+        kvr_tok_fail("model: byte_fallback with a ByteLevel pre_tokenizer "
+                     "is not supported");
     }
 
     if (!json_is_null(json_object_get(model, "dropout"))
@@ -367,6 +425,29 @@ kvr_tok_load_model(kvr_tokenizer_t *tk, json_t *root, char *err,
         kvr_tok_fail("out of memory");
     }
 
+    if (!tk->byte_level) {
+        /* SentencePiece-style: chars, byte fallback, unk */
+        unk_id = KVR_TOK_BPE_NO_UNK;
+
+        if (!kvr_tok_empty(model, "unk_token")) {
+            unk = json_object_get(vocab, json_string_value(
+                                      json_object_get(model, "unk_token"))
+                                  ? json_string_value(
+                                      json_object_get(model, "unk_token"))
+                                  : "");
+
+            if (!kvr_tok_id_ok(unk)) {
+                kvr_tok_fail("model: unk_token not in the vocab");
+            }
+
+            unk_id = (uint32_t) json_integer_value(unk);
+        }
+
+        kvr_tok_bpe_set_chars(tk->bpe,
+                              !kvr_tok_false(model, "byte_fallback"), unk_id,
+                              !kvr_tok_false(model, "fuse_unk"));
+    }
+
     if (kvr_tok_load_vocab(tk, model, err, errlen) != 0
         || kvr_tok_load_merges(tk, model, err, errlen) != 0)
     {
@@ -375,7 +456,7 @@ kvr_tok_load_model(kvr_tokenizer_t *tk, json_t *root, char *err,
 
     missing = 0;
 
-    for (b = 0; b < 256; b++) {
+    for (b = 0; tk->byte_level && b < 256; b++) {
         byte = (uint8_t) b;
 
         if (kvr_tok_bpe_lookup(tk->bpe, &byte, 1, &id) != 0) {
@@ -407,7 +488,7 @@ static int
 kvr_tok_load_added(kvr_tokenizer_t *tk, json_t *root, char *err,
     size_t errlen)
 {
-    int          rc;
+    int          rc, normalized;
     size_t       i, n_vocab;
     json_t      *tokens, *tok, *vocab, *v;
     unsigned     flags;
@@ -419,7 +500,9 @@ kvr_tok_load_added(kvr_tokenizer_t *tk, json_t *root, char *err,
     n_vocab = json_object_size(vocab);
 
     tk->added = kvr_tok_added_create();
-    if (tk->added == NULL) {
+    tk->added_norm = kvr_tok_added_create();
+
+    if (tk->added == NULL || tk->added_norm == NULL) {
         kvr_tok_fail("out of memory");
     }
 
@@ -450,9 +533,12 @@ kvr_tok_load_added(kvr_tokenizer_t *tk, json_t *root, char *err,
                          i);
         }
 
-        if (!kvr_tok_false(tok, "normalized")) {
-            kvr_tok_fail("added_tokens[%zu]: normalized=true is not "
-                         "supported", i);
+        normalized = !kvr_tok_false(tok, "normalized");
+
+        if (normalized && !kvr_tok_norm_identity(tk->norm)) {
+            /* HF would match the normalized content on normalized text */
+            kvr_tok_fail("added_tokens[%zu]: normalized=true with a "
+                         "normalizer is not supported", i);
         }
 
         id = (uint32_t) json_integer_value(json_object_get(tok, "id"));
@@ -487,8 +573,9 @@ kvr_tok_load_added(kvr_tokenizer_t *tk, json_t *root, char *err,
             flags |= KVR_TOK_ADDED_RSTRIP;
         }
 
-        rc = kvr_tok_added_add(tk->added, (const uint8_t *) content,
-                               strlen(content), id, flags);
+        rc = kvr_tok_added_add(normalized ? tk->added_norm : tk->added,
+                               (const uint8_t *) content, strlen(content), id,
+                               flags);
         if (rc < 0) {
             kvr_tok_fail("out of memory");
         }
@@ -506,42 +593,19 @@ static int
 kvr_tok_load_pretok(kvr_tokenizer_t *tk, json_t *root, char *err,
     size_t errlen)
 {
-    json_t      *pre, *list, *split, *bl, *pattern;
-    const char  *regex, *behavior;
-
-    pre = json_object_get(root, "pre_tokenizer");
-    list = json_object_get(pre, "pretokenizers");
-
-    if (!kvr_tok_is_type(pre, "Sequence") || json_array_size(list) != 2) {
-        kvr_tok_fail("pre_tokenizer: only Sequence[Split, ByteLevel] is "
-                     "supported");
-    }
-
-    split = json_array_get(list, 0);
-    bl = json_array_get(list, 1);
-    pattern = json_object_get(split, "pattern");
-    regex = json_string_value(json_object_get(pattern, "Regex"));
-    behavior = json_string_value(json_object_get(split, "behavior"));
-
-    if (!kvr_tok_is_type(split, "Split") || regex == NULL
-        || behavior == NULL || strcmp(behavior, "Isolated") != 0
-        || !kvr_tok_false(split, "invert"))
-    {
-        kvr_tok_fail("pre_tokenizer: only Split(Regex, Isolated) is "
-                     "supported");
-    }
-
-    if (!kvr_tok_is_type(bl, "ByteLevel")
-        || !kvr_tok_false(bl, "add_prefix_space")
-        || !kvr_tok_false(bl, "use_regex"))
-    {
-        kvr_tok_fail("pre_tokenizer: only ByteLevel(add_prefix_space=false,"
-                     " use_regex=false) is supported");
-    }
-
-    tk->pretok = kvr_tok_pretok_create(regex, err, errlen);
-    if (tk->pretok == NULL) {
+    tk->presplit = kvr_tok_presplit_load(json_object_get(root,
+                                                         "pre_tokenizer"),
+                                         &tk->byte_level, err, errlen);
+    if (tk->presplit == NULL) {
         return -1;
+    }
+
+    tk->first_sensitive = kvr_tok_presplit_first_sensitive(tk->presplit);
+
+    /* a normalizer would move the offsets Metaspace "first" looks at */
+    if (tk->first_sensitive && !kvr_tok_norm_identity(tk->norm)) {
+        kvr_tok_fail("pre_tokenizer Metaspace with prepend_scheme first "
+                     "after a normalizer is not supported");
     }
 
     return 0;
@@ -792,7 +856,7 @@ kvr_tokenizer_t *
 kvr_tokenizer_load(const char *json_path, const char *config_path,
     char *err, size_t errlen)
 {
-    json_t           *root, *norm, *dec;
+    json_t           *root;
     kvr_tokenizer_t  *tk;
 
     root = NULL;
@@ -818,33 +882,17 @@ kvr_tokenizer_load(const char *json_path, const char *config_path,
         kvr_tok_fail("truncation and padding must be null");
     }
 
-    norm = json_object_get(root, "normalizer");
-
-    if (norm == NULL || json_is_null(norm)) {
-        tk->nfc = 0;
-
-    } else if (kvr_tok_is_type(norm, "NFC")) {
-        if (kvr_tok_nfc_check_version(err, errlen) != 0) {
-            goto failed;
-        }
-
-        tk->nfc = 1;
-
-    } else {
-        kvr_tok_fail("normalizer: only null and NFC are supported");
+    tk->norm = kvr_tok_norm_load(json_object_get(root, "normalizer"), err,
+                                 errlen);
+    if (tk->norm == NULL) {
+        goto failed;
     }
 
-    dec = json_object_get(root, "decoder");
+    /* the decoder only maps ids back to text: any is fine */
 
-    if (dec != NULL && !json_is_null(dec) && !kvr_tok_is_type(dec,
-                                                              "ByteLevel"))
-    {
-        kvr_tok_fail("decoder: only null and ByteLevel are supported");
-    }
-
-    if (kvr_tok_load_model(tk, root, err, errlen) != 0
+    if (kvr_tok_load_pretok(tk, root, err, errlen) != 0
+        || kvr_tok_load_model(tk, root, err, errlen) != 0
         || kvr_tok_load_added(tk, root, err, errlen) != 0
-        || kvr_tok_load_pretok(tk, root, err, errlen) != 0
         || kvr_tok_load_post(tk, root, err, errlen) != 0)
     {
         goto failed;
@@ -893,8 +941,10 @@ kvr_tokenizer_free(kvr_tokenizer_t *tk)
     }
 
     kvr_tok_bpe_free(tk->bpe);
-    kvr_tok_pretok_free(tk->pretok);
+    kvr_tok_norm_free(tk->norm);
+    kvr_tok_presplit_free(tk->presplit);
     kvr_tok_added_free(tk->added);
+    kvr_tok_added_free(tk->added_norm);
     kvr_tok_cache_free(tk->cache);
     kvr_ids_free(&tk->check);
     free(tk);
@@ -957,10 +1007,10 @@ kvr_tok_piece(void *data, const uint8_t *piece, size_t len)
 }
 
 
-/* one gap between added tokens: normalize, split, BPE */
+/* text between added tokens of both kinds: normalize, split, BPE */
 static int
-kvr_tok_encode_gap(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
-    kvr_ids_t *out)
+kvr_tok_encode_text(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
+    int at_start, kvr_ids_t *out)
 {
     int                    rc;
     size_t                 norm_len;
@@ -971,27 +1021,42 @@ kvr_tok_encode_gap(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
         return KVR_TOK_OK;
     }
 
-    norm = NULL;
+    if (kvr_tok_norm_apply(tk->norm, s, len, &norm, &norm_len) != 0) {
+        return KVR_TOK_NORMALIZE;
+    }
 
-    if (tk->nfc) {
-        if (kvr_tok_nfc(s, len, &norm, &norm_len) != 0) {
-            return KVR_TOK_NORMALIZE;
-        }
-
-        if (norm != NULL) {
-            s = norm;
-            len = norm_len;
-        }
+    if (norm != NULL) {
+        s = norm;
+        len = norm_len;
     }
 
     ctx.tk = tk;
     ctx.out = out;
 
-    rc = kvr_tok_pretok_split(tk->pretok, s, len, kvr_tok_piece, &ctx);
+    rc = kvr_tok_presplit_run(tk->presplit, s, len, at_start, kvr_tok_piece,
+                              &ctx);
 
     free(norm);
 
     return rc;
+}
+
+
+static int kvr_tok_encode_added(kvr_tokenizer_t *tk,
+    const kvr_tok_added_t *added, const uint8_t *s, size_t len,
+    int at_start, kvr_ids_t *out);
+
+
+/*
+ * One gap between added tokens (normalized=false): the normalized=true
+ * ones are matched inside it (HF's second pass; the normalizer is then the
+ * identity, so the raw gap is the normalized one).
+ */
+static int
+kvr_tok_encode_gap(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
+    int at_start, kvr_ids_t *out)
+{
+    return kvr_tok_encode_added(tk, tk->added_norm, s, len, at_start, out);
 }
 
 
@@ -1001,15 +1066,18 @@ kvr_tok_encode_gap(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
  */
 static int
 kvr_tok_encode_segment(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
-    kvr_ids_t *out)
+    int at_start, kvr_ids_t *out)
 {
     int              rc;
     size_t           first, n_ids;
     uint64_t         hash;
     const uint32_t  *ids;
 
-    if (tk->cache == NULL || len < tk->cache_min || len == 0) {
-        return kvr_tok_encode_gap(tk, s, len, out);
+    /* Metaspace "first" treats the input's first gap differently */
+    if (tk->cache == NULL || len < tk->cache_min || len == 0
+        || (at_start && tk->first_sensitive))
+    {
+        return kvr_tok_encode_gap(tk, s, len, at_start, out);
     }
 
     hash = kvr_tok_cache_hash(tk->cache, s, len);
@@ -1021,7 +1089,7 @@ kvr_tok_encode_segment(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
             tk->check.n = 0;
             tk->check.max = n_ids + 1;
 
-            rc = kvr_tok_encode_gap(tk, s, len, &tk->check);
+            rc = kvr_tok_encode_gap(tk, s, len, 0, &tk->check);
 
             if (rc != KVR_TOK_OK || tk->check.n != n_ids
                 || (n_ids != 0 && memcmp(tk->check.ids, ids,
@@ -1036,7 +1104,7 @@ kvr_tok_encode_segment(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
 
     first = out->n;
 
-    rc = kvr_tok_encode_gap(tk, s, len, out);
+    rc = kvr_tok_encode_gap(tk, s, len, at_start, out);
     if (rc != KVR_TOK_OK) {
         return rc;
     }
@@ -1098,14 +1166,63 @@ kvr_tok_strip(const uint8_t *s, size_t len, size_t floor,
 }
 
 
+/*
+ * Added tokens of one kind (normalized=false on the input, then
+ * normalized=true on each gap): the text between matches goes on to the
+ * next stage, the segment cache or the text itself.
+ */
+static int
+kvr_tok_encode_added(kvr_tokenizer_t *tk, const kvr_tok_added_t *added,
+    const uint8_t *s, size_t len, int at_start, kvr_ids_t *out)
+{
+    int                     rc, first;
+    size_t                  gap, from;
+    kvr_tok_added_match_t   m;
+
+    first = (added == tk->added);
+    gap = 0;
+    from = 0;
+
+    while (kvr_tok_added_find(added, s, len, from, &m) == 0) {
+
+        if (tk->split_special && (m.flags & KVR_TOK_ADDED_SPECIAL)) {
+            /* encoded as text; the matcher goes on after it */
+            from = m.end;
+            continue;
+        }
+
+        kvr_tok_strip(s, len, gap, &m);
+
+        rc = first ? kvr_tok_encode_segment(tk, s + gap, m.start - gap,
+                                            at_start && gap == 0, out)
+                   : kvr_tok_encode_text(tk, s + gap, m.start - gap,
+                                         at_start && gap == 0, out);
+        if (rc != KVR_TOK_OK) {
+            return rc;
+        }
+
+        if (kvr_ids_push(out, m.id) != 0) {
+            return out->n == out->max ? KVR_TOK_TOO_MANY : KVR_TOK_NO_MEMORY;
+        }
+
+        gap = m.end;
+        from = m.end;
+    }
+
+    return first ? kvr_tok_encode_segment(tk, s + gap, len - gap,
+                                          at_start && gap == 0, out)
+                 : kvr_tok_encode_text(tk, s + gap, len - gap,
+                                       at_start && gap == 0, out);
+}
+
+
 int
 kvr_tokenizer_encode(kvr_tokenizer_t *tk, const char *text, size_t len,
     int add_special_tokens, kvr_ids_t *out)
 {
-    int                     rc;
-    size_t                  i, gap, from;
-    const uint8_t          *s;
-    kvr_tok_added_match_t   m;
+    int              rc;
+    size_t           i;
+    const uint8_t   *s;
 
     s = (const uint8_t *) text;
 
@@ -1125,33 +1242,7 @@ kvr_tokenizer_encode(kvr_tokenizer_t *tk, const char *text, size_t len,
         }
     }
 
-    gap = 0;
-    from = 0;
-
-    while (kvr_tok_added_find(tk->added, s, len, from, &m) == 0) {
-
-        if (tk->split_special && (m.flags & KVR_TOK_ADDED_SPECIAL)) {
-            /* encoded as text; the matcher goes on after it */
-            from = m.end;
-            continue;
-        }
-
-        kvr_tok_strip(s, len, gap, &m);
-
-        rc = kvr_tok_encode_segment(tk, s + gap, m.start - gap, out);
-        if (rc != KVR_TOK_OK) {
-            return rc;
-        }
-
-        if (kvr_ids_push(out, m.id) != 0) {
-            return out->n == out->max ? KVR_TOK_TOO_MANY : KVR_TOK_NO_MEMORY;
-        }
-
-        gap = m.end;
-        from = m.end;
-    }
-
-    rc = kvr_tok_encode_segment(tk, s + gap, len - gap, out);
+    rc = kvr_tok_encode_added(tk, tk->added, s, len, 1, out);
     if (rc != KVR_TOK_OK) {
         return rc;
     }

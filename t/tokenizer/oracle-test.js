@@ -4,8 +4,11 @@
 // the same strings go to both, the ids must be identical line by line.
 //
 //   node oracle-test.js --cli ../../build/kvroute-tokenize [--count 20000]
-//        [--models qwen3,llama3,llama3_1,qwen3+strip] [--sweep] [--patho]
-//        [--seed 1] [--once]
+//        [--models qwen3,llama3,...] [--sweep] [--patho] [--seed 1] [--once]
+//
+// Models: byte-level BPE (Qwen3, Llama-3, Llama-3.1, DeepSeek-V3, gpt-oss)
+// and SentencePiece-style BPE (Llama-2, Gemma 3), plus variants of these
+// files (name+variant, below) for what no shipped file uses.
 //
 // The C side gets every string twice in one process (unless --once), so
 // its segment cache (kvr_tok_cache.h) answers the second pass: both passes
@@ -28,9 +31,13 @@ const { generate } = require('./corpus');
 // fails loudly (throws) when the native binding is missing
 const { Tokenizer } = require('tokenizers');
 
+const MODELS = ['qwen3', 'llama3', 'llama3_1', 'qwen3+strip', 'llama2',
+  'gemma3', 'deepseek_v3', 'gptoss', 'llama2+metaspace', 'llama2+metasplit',
+  'llama2+split'];
+
 function args() {
   const a = { cli: null, count: 20000,
-    models: 'qwen3,llama3,llama3_1,qwen3+strip',
+    models: MODELS.join(','),
     sweep: false, patho: false, seed: 1, once: false };
   const v = process.argv.slice(2);
   for (let i = 0; i < v.length; i++) {
@@ -47,19 +54,53 @@ function args() {
   return a;
 }
 
-// "qwen3+strip": the Qwen3 file with lstrip / rstrip set on some added
-// tokens (no shipped model uses them; the Rust oracle defines them)
+// Variants of the shipped files, for what the Rust oracle defines but no
+// shipped file uses:
+// - strip: lstrip / rstrip set on some added tokens;
+// - metaspace: the Llama-2 file as newer converters write it (no
+//   normalizer, Metaspace prepend_scheme "first", no split);
+// - metasplit: Metaspace prepend_scheme "always", split;
+// - split: Split steps with the other behaviours, literal and regex
+//   patterns, invert.
+const VARIANTS = {
+  strip(spec) {
+    const flags = { '<|im_start|>': ['lstrip'], '<|im_end|>': ['rstrip'],
+      '<think>': ['lstrip', 'rstrip'], '<|begin_of_text|>': ['lstrip'],
+      '<|eot_id|>': ['rstrip'], '<|start_header_id|>': ['lstrip', 'rstrip'] };
+    for (const t of spec.added_tokens) {
+      for (const f of flags[t.content] || []) t[f] = true;
+    }
+  },
+  metaspace(spec) {
+    spec.normalizer = null;
+    spec.pre_tokenizer = { type: 'Metaspace', replacement: '\u2581',
+      prepend_scheme: 'first', split: false };
+  },
+  metasplit(spec) {
+    spec.normalizer = null;
+    spec.pre_tokenizer = { type: 'Metaspace', replacement: '\u2581',
+      prepend_scheme: 'always', split: true };
+  },
+  split(spec) {
+    const split = (pattern, behavior, invert) => ({ type: 'Split', pattern,
+      behavior, invert: !!invert });
+    spec.pre_tokenizer = { type: 'Sequence', pretokenizers: [
+      split({ String: '\u2581' }, 'MergedWithNext'),
+      split({ Regex: '\\p{N}{1,3}' }, 'MergedWithPrevious'),
+      split({ String: '\n' }, 'Removed'),
+      split({ String: '.' }, 'MergedWithPrevious', true),
+      split({ String: 'e' }, 'MergedWithNext', true)] };
+  },
+};
+
 function variantDir(name) {
-  const base = modelDir(name.split('+')[0]);
+  const [model, variant] = name.split('+');
+  const base = modelDir(model);
   const dir = path.join(__dirname, '..', '..', 'build', 'tok-variants', name);
   const spec = JSON.parse(fs.readFileSync(path.join(base, 'tokenizer.json'),
     'utf8'));
-  const flags = { '<|im_start|>': ['lstrip'], '<|im_end|>': ['rstrip'],
-    '<think>': ['lstrip', 'rstrip'], '<|begin_of_text|>': ['lstrip'],
-    '<|eot_id|>': ['rstrip'], '<|start_header_id|>': ['lstrip', 'rstrip'] };
-  for (const t of spec.added_tokens) {
-    for (const f of flags[t.content] || []) t[f] = true;
-  }
+  if (!VARIANTS[variant]) throw new Error('unknown variant ' + name);
+  VARIANTS[variant](spec);
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, 'tokenizer.json'), JSON.stringify(spec));
   fs.copyFileSync(path.join(base, 'tokenizer_config.json'),
@@ -107,7 +148,10 @@ function chatCases(seed, count, specials) {
   const rng = mulberry32(seed);
   const names = ['<|im_start|>', '<|im_end|>', '<think>', '</think>',
     '<|begin_of_text|>', '<|eot_id|>', '<|start_header_id|>',
-    '<|end_header_id|>'].filter((t) => specials.includes(t));
+    '<|end_header_id|>', '<s>', '</s>', '<bos>', '<start_of_turn>',
+    '<end_of_turn>', '\n', '\t\t', '<｜begin▁of▁sentence｜>', '<｜User｜>',
+    '<｜Assistant｜>', '<｜end▁of▁sentence｜>', '<|start|>', '<|message|>',
+    '<|channel|>', '<|end|>', '<|return|>'].filter((t) => specials.includes(t));
   const ws = ['', ' ', '  ', '\n', ' \n\n ', '\t', '\u3000', '\u00a0 '];
   const pick = (list) => list[Math.floor(rng() * list.length)];
   const texts = generate(seed + 1, 400, [])
@@ -154,7 +198,28 @@ function pathoCases() {
     '\u3000x'].map((u) => ({ text: mb(u) }));
 }
 
-async function oracle(tok, cases) {
+// transformers, not the Rust crate, decides the special tokens when
+// tokenizer_config.json sets add_bos_token / add_eos_token explicitly
+// (LlamaTokenizerFast's update_post_processor; docs/tokenizer.md 9): the
+// ids are then bos + encode(text, no specials) + eos.  DeepSeek-V3's
+// tokenizer.json adds no BOS, its config (and so vLLM) does.
+function transformersSpecials(tok, dir) {
+  const config = JSON.parse(fs.readFileSync(path.join(dir,
+    'tokenizer_config.json'), 'utf8'));
+  if (typeof config.add_bos_token !== 'boolean' &&
+      typeof config.add_eos_token !== 'boolean') return null;
+  const id = (key) => {
+    const t = config[key];
+    const content = t && typeof t === 'object' ? t.content : t;
+    const v = tok.tokenToId(content);
+    if (v === null || v === undefined) throw new Error(key + ' unknown');
+    return v;
+  };
+  return { prefix: config.add_bos_token === true ? [id('bos_token')] : [],
+    suffix: config.add_eos_token === true ? [id('eos_token')] : [] };
+}
+
+async function oracle(tok, cases, specials) {
   const ids = new Array(cases.length);
   const chunk = 4096;
   for (const special of [false, true]) {
@@ -167,9 +232,14 @@ async function oracle(tok, cases) {
       }
     });
     for (let i = 0; i < texts.length; i += chunk) {
+      const wrap = special && specials;
       const enc = await tok.encodeBatch(texts.slice(i, i + chunk),
-        { addSpecialTokens: special });
-      enc.forEach((e, j) => { ids[idx[i + j]] = Array.from(e.getIds()); });
+        { addSpecialTokens: special && !wrap });
+      enc.forEach((e, j) => {
+        const v = Array.from(e.getIds());
+        ids[idx[i + j]] = wrap ? specials.prefix.concat(v, specials.suffix)
+          : v;
+      });
     }
   }
   // a completions body with an empty prompt is not keyed: the module falls
@@ -223,7 +293,7 @@ async function main() {
 
     const t0 = Date.now();
     const tok = Tokenizer.fromFile(json);
-    const want = await oracle(tok, cases);
+    const want = await oracle(tok, cases, transformersSpecials(tok, dir));
     const t1 = Date.now();
     const passes = a.once ? 1 : 2;
     let input = cases;
