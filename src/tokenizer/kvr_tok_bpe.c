@@ -922,10 +922,27 @@ kvr_bpe_encode_chars(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
 }
 
 
+/*
+ * A piece, or a word of a piece when split_words; the word cache asks
+ * this on a miss, so that ignore_merges' whole-piece lookup is cached too
+ */
 static int
 kvr_bpe_encode_one(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
     kvr_ids_t *out)
 {
+    uint32_t  id;
+
+    /* the whole piece, never one of its words (HF) */
+    if (bpe->ignore_merges && !bpe->split_words
+        && kvr_tok_bpe_lookup(bpe, piece, len, &id) == 0)
+    {
+        if (kvr_ids_push(out, id) != 0) {
+            return out->n == out->max ? KVR_TOK_TOO_MANY : KVR_TOK_NO_MEMORY;
+        }
+
+        return KVR_TOK_OK;
+    }
+
     if (bpe->chars) {
         return kvr_bpe_encode_chars(bpe, piece, len, out);
     }
@@ -1115,6 +1132,10 @@ kvr_tok_bpe_encode(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
         return KVR_TOK_OK;
     }
 
+    if (!bpe->split_words) {
+        return kvr_bpe_encode_cached(bpe, piece, len, out);
+    }
+
     /* the whole piece, never one of its words (HF) */
     if (bpe->ignore_merges && kvr_tok_bpe_lookup(bpe, piece, len, &id) == 0)
     {
@@ -1125,11 +1146,7 @@ kvr_tok_bpe_encode(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
         return KVR_TOK_OK;
     }
 
-    if (bpe->split_words) {
-        return kvr_bpe_encode_words(bpe, piece, len, out);
-    }
-
-    return kvr_bpe_encode_cached(bpe, piece, len, out);
+    return kvr_bpe_encode_words(bpe, piece, len, out);
 }
 
 

@@ -34,8 +34,7 @@
 
 struct kvr_tok_pretok_s {
     int                  jit;        /* 0: JIT unavailable, interpret */
-    int                  max_digits; /* \p{N} (1) or \p{N}{1,3} (3); 0:
-                                        no ASCII matcher for the pattern */
+    int                  ascii;      /* KVR_PRETOK_ASCII_*: the matcher */
     pcre2_code          *code;
     pcre2_match_data    *match_data;
     pcre2_match_context *match_ctx;
@@ -43,14 +42,20 @@ struct kvr_tok_pretok_s {
 };
 
 
+/* the hand-coded matchers of ASCII text, by pattern */
+#define KVR_PRETOK_ASCII_NONE    0    /* PCRE2 only */
+#define KVR_PRETOK_ASCII_QWEN    1    /* \p{N} */
+#define KVR_PRETOK_ASCII_LLAMA3  3    /* \p{N}{1,3} */
+#define KVR_PRETOK_ASCII_O200K   4
+
+
 /*
  * The Split patterns known to translate exactly (verified against Rust on
- * every code point and on fuzz strings), with the digit run length of the
- * ASCII matcher (0: PCRE2 only).
+ * every code point and on fuzz strings), with their ASCII matcher.
  */
 typedef struct {
     const char  *pattern;
-    int          max_digits;
+    int          ascii;
 } kvr_pretok_known_t;
 
 
@@ -58,12 +63,13 @@ static const kvr_pretok_known_t  kvr_pretok_known[] = {
 
     /* Qwen2/2.5/3 */
     { "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}"
-      "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", 1 },
+      "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+      KVR_PRETOK_ASCII_QWEN },
 
     /* Llama-3.x */
     { "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+"
       "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)"
-      "|\\s+", 3 },
+      "|\\s+", KVR_PRETOK_ASCII_LLAMA3 },
 
     /* DeepSeek-V3 / R1: digits, CJK runs, then the rest (3 Splits) */
     { "\\p{N}{1,3}", 0 },
@@ -81,7 +87,7 @@ static const kvr_pretok_known_t  kvr_pretok_known[] = {
       "|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
       "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
       "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+"
-      "|\\s+(?!\\S)|\\s+", 0 },
+      "|\\s+(?!\\S)|\\s+", KVR_PRETOK_ASCII_O200K },
 
     { NULL, 0 }
 };
@@ -283,7 +289,7 @@ kvr_tok_pretok_create(const char *pattern, char *err, size_t errlen)
 
     for (i = 0; kvr_pretok_known[i].pattern != NULL; i++) {
         if (strcmp(pattern, kvr_pretok_known[i].pattern) == 0) {
-            known = kvr_pretok_known[i].max_digits;
+            known = kvr_pretok_known[i].ascii;
         }
     }
 
@@ -314,7 +320,7 @@ kvr_tok_pretok_create(const char *pattern, char *err, size_t errlen)
         return NULL;
     }
 
-    pt->max_digits = known;
+    pt->ascii = known;
 
     pt->code = pcre2_compile((PCRE2_SPTR) rewritten, PCRE2_ZERO_TERMINATED,
                              PCRE2_UTF | PCRE2_UCP, &rc, &erroff, NULL);
@@ -615,6 +621,125 @@ kvr_pretok_ascii_match(const uint8_t *s, size_t len, size_t i,
 }
 
 
+/* (?i:'s|'t|'re|'ve|'m|'ll|'d) at s[j]: its length or 0 */
+static size_t
+kvr_pretok_ascii_contraction(const uint8_t *s, size_t len, size_t j)
+{
+    uint8_t  c, d;
+
+    if (j + 1 >= len || s[j] != '\'') {
+        return 0;
+    }
+
+    c = s[j + 1] | 0x20;
+
+    if (c == 's' || c == 't' || c == 'm' || c == 'd') {
+        return 2;
+    }
+
+    if (j + 2 >= len) {
+        return 0;
+    }
+
+    d = s[j + 2] | 0x20;
+
+    if ((c == 'r' && d == 'e') || (c == 'v' && d == 'e')
+        || (c == 'l' && d == 'l'))
+    {
+        return 3;
+    }
+
+    return 0;
+}
+
+
+/*
+ * The length of the match at s[i] of the o200k pattern (gpt-oss), ASCII
+ * only.  There [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] is [A-Z] and
+ * [\p{Ll}\p{Lm}\p{Lo}\p{M}] is [a-z]: both letter alternatives match an
+ * upper case run and then a lower case run (one of them non-empty), with
+ * a contraction after it.
+ */
+static size_t
+kvr_pretok_ascii_match_o200k(const uint8_t *s, size_t len, size_t i)
+{
+    int     cls;
+    size_t  j, k, nl;
+
+#define CLS(p)  kvr_pretok_ascii_class(s[p])
+
+    cls = CLS(i);
+
+    /* [^\r\n\p{L}\p{N}]? then the letters */
+    j = i;
+
+    if (cls != KVR_ASCII_LETTER && cls != KVR_ASCII_DIGIT && s[i] != '\r'
+        && s[i] != '\n' && i + 1 < len && CLS(i + 1) == KVR_ASCII_LETTER)
+    {
+        j = i + 1;
+    }
+
+    if (CLS(j) == KVR_ASCII_LETTER) {
+        while (j < len && s[j] >= 'A' && s[j] <= 'Z') {
+            j++;
+        }
+
+        while (j < len && s[j] >= 'a' && s[j] <= 'z') {
+            j++;
+        }
+
+        return j + kvr_pretok_ascii_contraction(s, len, j) - i;
+    }
+
+    /* \p{N}{1,3} */
+    if (cls == KVR_ASCII_DIGIT) {
+        for (j = i; j < len && j - i < 3 && CLS(j) == KVR_ASCII_DIGIT; j++) {
+            /* void */
+        }
+
+        return j - i;
+    }
+
+    /*  ?[^\s\p{L}\p{N}]+[\r\n/]* */
+    j = i;
+
+    if (s[i] == ' ' && i + 1 < len && CLS(i + 1) == KVR_ASCII_OTHER) {
+        j = i + 1;
+    }
+
+    if (CLS(j) == KVR_ASCII_OTHER) {
+        while (j < len && CLS(j) == KVR_ASCII_OTHER) {
+            j++;
+        }
+
+        while (j < len && (s[j] == '\r' || s[j] == '\n' || s[j] == '/')) {
+            j++;
+        }
+
+        return j - i;
+    }
+
+    /* white space, as in the Qwen / Llama-3 patterns */
+    nl = 0;
+
+    for (j = i; j < len && CLS(j) == KVR_ASCII_SPACE; j++) {
+        if (s[j] == '\r' || s[j] == '\n') {
+            nl = j + 1;
+        }
+    }
+
+    if (nl != 0) {
+        return nl - i;
+    }
+
+    k = j - i;
+
+    return (j < len && k >= 2) ? k - 1 : k;
+
+#undef CLS
+}
+
+
 int
 kvr_tok_pretok_split_ascii(kvr_tok_pretok_t *pt, const uint8_t *s,
     size_t len, kvr_tok_piece_pt piece, void *ctx)
@@ -623,7 +748,9 @@ kvr_tok_pretok_split_ascii(kvr_tok_pretok_t *pt, const uint8_t *s,
     size_t  i, n;
 
     for (i = 0; i < len; i += n) {
-        n = kvr_pretok_ascii_match(s, len, i, pt->max_digits);
+        n = (pt->ascii == KVR_PRETOK_ASCII_O200K)
+            ? kvr_pretok_ascii_match_o200k(s, len, i)
+            : kvr_pretok_ascii_match(s, len, i, pt->ascii);
 
         rc = piece(ctx, s + i, n);
         if (rc != 0) {
@@ -641,7 +768,7 @@ kvr_tok_pretok_split(kvr_tok_pretok_t *pt, const uint8_t *s, size_t len,
 {
     size_t  i;
 
-    if (pt->max_digits == 0) {
+    if (pt->ascii == KVR_PRETOK_ASCII_NONE) {
         return kvr_tok_pretok_split_pcre2(pt, s, len, piece, ctx);
     }
 

@@ -257,6 +257,99 @@ test_rewrite_properties(void)
 }
 
 
+/* gpt-oss's pre-tokenizer regex (o200k) */
+#define O200K_RE                                                             \
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*"               \
+    "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?"               \
+    "|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"              \
+    "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?"               \
+    "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+"                 \
+    "|\\s+(?!\\S)|\\s+"
+
+
+typedef struct {
+    size_t  ends[64];
+    size_t  n;
+    size_t  at;
+} ends_t;
+
+
+static int
+collect_end(void *data, const uint8_t *piece, size_t len)
+{
+    ends_t  *e;
+
+    (void) piece;
+    e = data;
+
+    if (e->n == 64) {
+        return -1;
+    }
+
+    e->at += len;
+    e->ends[e->n++] = e->at;
+
+    return 0;
+}
+
+
+/* the hand-coded ASCII matcher of o200k against PCRE2 */
+static void
+test_o200k_ascii(void)
+{
+    int                i, j, len, bad, failed;
+    char               err[256];
+    ends_t             a, b;
+    uint8_t            s[64];
+    uint32_t           seed;
+    const char        *alphabet;
+    kvr_tok_pretok_t  *pt;
+
+    pt = kvr_tok_pretok_create(O200K_RE, err, sizeof(err));
+    tap_ok(pt != NULL, "o200k: compiles (%s)", pt ? "ok" : err);
+    if (pt == NULL) {
+        return;
+    }
+
+    alphabet = "'sStTrReEvVmMlLdDaAbZxX0917    \t\n\r\v\f\n\r !.,-_/(\"\\"
+               "\x01\x1c\x7f";
+    seed = 4242;
+    bad = 0;
+
+    for (i = 0; i < 300000; i++) {
+        seed = seed * 1103515245 + 12345;
+        len = 1 + (seed >> 16) % 40;
+
+        for (j = 0; j < len; j++) {
+            seed = seed * 1103515245 + 12345;
+            s[j] = (uint8_t) alphabet[(seed >> 16) % strlen(alphabet)];
+        }
+
+        memset(&a, 0, sizeof(a));
+        memset(&b, 0, sizeof(b));
+
+        failed = kvr_tok_pretok_split_ascii(pt, s, len, collect_end, &a)
+                 | kvr_tok_pretok_split_pcre2(pt, s, len, collect_end, &b);
+
+        if (failed || a.n != b.n
+            || memcmp(a.ends, b.ends, a.n * sizeof(size_t)) != 0)
+        {
+            if (bad++ < 3) {
+                printf("# differs: \"");
+                for (j = 0; j < len; j++) {
+                    printf(s[j] >= 0x20 && s[j] < 0x7f ? "%c" : "\\x%02x",
+                           s[j]);
+                }
+                printf("\"\n");
+            }
+        }
+    }
+
+    tap_ok(bad == 0, "o200k: ASCII matcher = PCRE2 on 300k strings");
+    kvr_tok_pretok_free(pt);
+}
+
+
 static void
 test_sentencepiece(void)
 {
@@ -537,6 +630,7 @@ main(void)
 {
     test_refusals();
     test_rewrite_properties();
+    test_o200k_ascii();
     test_sentencepiece();
     test_split_behaviours();
     test_metaspace();
