@@ -47,6 +47,9 @@ struct kvr_tok_pretok_s {
 #define KVR_PRETOK_ASCII_QWEN    1    /* \p{N} */
 #define KVR_PRETOK_ASCII_LLAMA3  3    /* \p{N}{1,3} */
 #define KVR_PRETOK_ASCII_O200K   4
+#define KVR_PRETOK_ASCII_DIGITS3  5    /* DeepSeek-V3's three */
+#define KVR_PRETOK_ASCII_NO_MATCH 6
+#define KVR_PRETOK_ASCII_DEEPSEEK 7
 
 
 /*
@@ -72,14 +75,15 @@ static const kvr_pretok_known_t  kvr_pretok_known[] = {
       "|\\s+", KVR_PRETOK_ASCII_LLAMA3 },
 
     /* DeepSeek-V3 / R1: digits, CJK runs, then the rest (3 Splits) */
-    { "\\p{N}{1,3}", 0 },
+    { "\\p{N}{1,3}", KVR_PRETOK_ASCII_DIGITS3 },
 
     { "[\xe4\xb8\x80-\xe9\xbe\xa5\xe3\x81\x80-\xe3\x82\x9f\xe3\x82\xa0-"
-      "\xe3\x83\xbf]+", 0 },
+      "\xe3\x83\xbf]+", KVR_PRETOK_ASCII_NO_MATCH },
 
     { "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+"
       "|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+"
-      "| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+", 0 },
+      "| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
+      KVR_PRETOK_ASCII_DEEPSEEK },
 
     /* gpt-oss (o200k) */
     { "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*"
@@ -740,25 +744,157 @@ kvr_pretok_ascii_match_o200k(const uint8_t *s, size_t len, size_t i)
 }
 
 
+/*
+ * The length of the match at s[i] of DeepSeek-V3's third pattern, ASCII
+ * only, or 0 when none starts there (the char then joins a gap).  There
+ * \p{P} and \p{S} together are the 32 printable chars other than letters,
+ * digits and space, \p{M} is empty.
+ */
+static size_t
+kvr_pretok_ascii_match_deepseek(const uint8_t *s, size_t len, size_t i)
+{
+    int     cls;
+    size_t  j, k, nl;
+
+#define CLS(p)    kvr_pretok_ascii_class(s[p])
+#define PUNCT(p)  (s[p] > 0x20 && s[p] < 0x7f && CLS(p) == KVR_ASCII_OTHER)
+
+    cls = CLS(i);
+
+    /* [!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+ */
+    if (PUNCT(i) && i + 1 < len && CLS(i + 1) == KVR_ASCII_LETTER) {
+        for (j = i + 1; j < len && CLS(j) == KVR_ASCII_LETTER; j++) {
+            /* void */
+        }
+
+        return j - i;
+    }
+
+    /* [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+ */
+    j = i;
+
+    if (cls != KVR_ASCII_LETTER && !PUNCT(i) && s[i] != '\r' && s[i] != '\n'
+        && i + 1 < len && CLS(i + 1) == KVR_ASCII_LETTER)
+    {
+        j = i + 1;
+    }
+
+    if (CLS(j) == KVR_ASCII_LETTER) {
+        while (j < len && CLS(j) == KVR_ASCII_LETTER) {
+            j++;
+        }
+
+        return j - i;
+    }
+
+    /*  ?[\p{P}\p{S}]+[\r\n]* */
+    j = (s[i] == ' ' && i + 1 < len && PUNCT(i + 1)) ? i + 1 : i;
+
+    if (PUNCT(j)) {
+        while (j < len && PUNCT(j)) {
+            j++;
+        }
+
+        while (j < len && (s[j] == '\r' || s[j] == '\n')) {
+            j++;
+        }
+
+        return j - i;
+    }
+
+    if (cls != KVR_ASCII_SPACE) {
+        /* a digit or a control char: no alternative starts with it */
+        return 0;
+    }
+
+    /* white space, as in the Qwen / Llama-3 patterns */
+    nl = 0;
+
+    for (j = i; j < len && CLS(j) == KVR_ASCII_SPACE; j++) {
+        if (s[j] == '\r' || s[j] == '\n') {
+            nl = j + 1;
+        }
+    }
+
+    if (nl != 0) {
+        return nl - i;
+    }
+
+    k = j - i;
+
+    return (j < len && k >= 2) ? k - 1 : k;
+
+#undef CLS
+#undef PUNCT
+}
+
+
+/* the ASCII match at s[i] of the pattern, 0 when none starts there */
+static size_t
+kvr_pretok_ascii_next(kvr_tok_pretok_t *pt, const uint8_t *s, size_t len,
+    size_t i)
+{
+    size_t  j;
+
+    switch (pt->ascii) {
+
+    case KVR_PRETOK_ASCII_O200K:
+        return kvr_pretok_ascii_match_o200k(s, len, i);
+
+    case KVR_PRETOK_ASCII_DEEPSEEK:
+        return kvr_pretok_ascii_match_deepseek(s, len, i);
+
+    case KVR_PRETOK_ASCII_DIGITS3:
+        for (j = i; j < len && j - i < 3 && s[j] >= '0' && s[j] <= '9'; j++)
+        {
+            /* void */
+        }
+
+        return j - i;
+
+    case KVR_PRETOK_ASCII_NO_MATCH:
+        return 0;
+
+    default:
+        return kvr_pretok_ascii_match(s, len, i, pt->ascii);
+    }
+}
+
+
 int
 kvr_tok_pretok_split_ascii(kvr_tok_pretok_t *pt, const uint8_t *s,
     size_t len, kvr_tok_piece_pt piece, void *ctx)
 {
     int     rc;
-    size_t  i, n;
+    size_t  i, n, gap;
+
+    /* as PCRE2 searches: a match at the first place one starts */
+    gap = 0;
 
     for (i = 0; i < len; i += n) {
-        n = (pt->ascii == KVR_PRETOK_ASCII_O200K)
-            ? kvr_pretok_ascii_match_o200k(s, len, i)
-            : kvr_pretok_ascii_match(s, len, i, pt->ascii);
+        n = kvr_pretok_ascii_next(pt, s, len, i);
+
+        if (n == 0) {
+            n = 1;
+            continue;
+        }
+
+        if (gap < i) {
+            rc = piece(ctx, s + gap, i - gap);
+            if (rc != 0) {
+                return rc;
+            }
+        }
 
         rc = piece(ctx, s + i, n);
         if (rc != 0) {
             return rc;
         }
+
+        gap = i + n;
     }
 
-    return 0;
+    return gap < len ? piece(ctx, s + gap, len - gap) : 0;
 }
 
 

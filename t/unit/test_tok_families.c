@@ -293,9 +293,20 @@ collect_end(void *data, const uint8_t *piece, size_t len)
 }
 
 
-/* the hand-coded ASCII matcher of o200k against PCRE2 */
+/* DeepSeek-V3's three pre-tokenizer regexes */
+#define DEEPSEEK_RE1  "\\p{N}{1,3}"
+#define DEEPSEEK_RE2                                                         \
+    "[\xe4\xb8\x80-\xe9\xbe\xa5\xe3\x81\x80-\xe3\x82\x9f\xe3\x82\xa0-"      \
+    "\xe3\x83\xbf]+"
+#define DEEPSEEK_RE3                                                         \
+    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+"                      \
+    "|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+"                             \
+    "| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"
+
+
+/* a hand-coded ASCII matcher against PCRE2 on random ASCII strings */
 static void
-test_o200k_ascii(void)
+test_ascii_matcher(const char *pattern, const char *name)
 {
     int                i, j, len, bad, failed;
     char               err[256];
@@ -305,14 +316,14 @@ test_o200k_ascii(void)
     const char        *alphabet;
     kvr_tok_pretok_t  *pt;
 
-    pt = kvr_tok_pretok_create(O200K_RE, err, sizeof(err));
-    tap_ok(pt != NULL, "o200k: compiles (%s)", pt ? "ok" : err);
+    pt = kvr_tok_pretok_create(pattern, err, sizeof(err));
+    tap_ok(pt != NULL, "%s: compiles (%s)", name, pt ? "ok" : err);
     if (pt == NULL) {
         return;
     }
 
     alphabet = "'sStTrReEvVmMlLdDaAbZxX0917    \t\n\r\v\f\n\r !.,-_/(\"\\"
-               "\x01\x1c\x7f";
+               "\x01\x1c\x7f$^`~";
     seed = 4242;
     bad = 0;
 
@@ -345,7 +356,7 @@ test_o200k_ascii(void)
         }
     }
 
-    tap_ok(bad == 0, "o200k: ASCII matcher = PCRE2 on 300k strings");
+    tap_ok(bad == 0, "%s: ASCII matcher = PCRE2 on 300k strings", name);
     kvr_tok_pretok_free(pt);
 }
 
@@ -630,7 +641,10 @@ main(void)
 {
     test_refusals();
     test_rewrite_properties();
-    test_o200k_ascii();
+    test_ascii_matcher(O200K_RE, "o200k");
+    test_ascii_matcher(DEEPSEEK_RE1, "deepseek digits");
+    test_ascii_matcher(DEEPSEEK_RE2, "deepseek CJK");
+    test_ascii_matcher(DEEPSEEK_RE3, "deepseek words");
     test_sentencepiece();
     test_split_behaviours();
     test_metaspace();
