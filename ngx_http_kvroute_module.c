@@ -30,12 +30,10 @@ static char *ngx_http_kvroute_load_tokenizer(ngx_conf_t *cf,
     ngx_http_kvroute_srv_conf_t *kcf, ngx_str_t *json, ngx_str_t *config);
 static void ngx_http_kvroute_free_tokenizer(void *data);
 static void ngx_http_kvroute_free_chat(void *data);
-static char *ngx_http_kvroute_param_uint(ngx_conf_t *cf, ngx_str_t *value,
-    size_t skip, ngx_uint_t min, ngx_uint_t max, ngx_uint_t *out);
-static char *ngx_http_kvroute_param_ttft(ngx_conf_t *cf,
-    ngx_http_kvroute_srv_conf_t *kcf, ngx_str_t *value);
-static char *ngx_http_kvroute_param_double(ngx_conf_t *cf, ngx_str_t *value,
-    size_t skip, double min, double max, double *out);
+static char *ngx_http_kvroute_check_params(ngx_conf_t *cf,
+    ngx_http_kvroute_srv_conf_t *kcf, ngx_http_upstream_srv_conf_t *uscf);
+static char *ngx_http_kvroute_add_upstream(ngx_conf_t *cf,
+    ngx_http_kvroute_srv_conf_t *kcf, ngx_http_upstream_srv_conf_t *uscf);
 static void *ngx_http_kvroute_create_main_conf(ngx_conf_t *cf);
 static void *ngx_http_kvroute_create_srv_conf(ngx_conf_t *cf);
 static void *ngx_http_kvroute_create_loc_conf(ngx_conf_t *cf);
@@ -43,6 +41,7 @@ static char *ngx_http_kvroute_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
 static ngx_int_t ngx_http_kvroute_preconfiguration(ngx_conf_t *cf);
 static ngx_int_t ngx_http_kvroute_postconfiguration(ngx_conf_t *cf);
+static ngx_int_t ngx_http_kvroute_init_module(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_kvroute_init_process(ngx_cycle_t *cycle);
 static void ngx_http_kvroute_exit_process(ngx_cycle_t *cycle);
 
@@ -109,7 +108,7 @@ ngx_module_t  ngx_http_kvroute_module = {
     ngx_http_kvroute_commands,             /* module directives */
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
-    NULL,                                  /* init module */
+    ngx_http_kvroute_init_module,          /* init module */
     ngx_http_kvroute_init_process,         /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
@@ -131,6 +130,8 @@ ngx_module_t  ngx_http_kvroute_module = {
  *         [ttft_output=tokens]
  *         [max_body=size] [text_chunk=bytes]
  *         [tokenizer=tokenizer.json [tokenizer_config=tokenizer_config.json]];
+ *
+ * Each NAME=VALUE is set from a table (ngx_http_kvroute_params.c).
  */
 
 static char *
@@ -138,14 +139,7 @@ ngx_http_kvroute(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_kvroute_srv_conf_t *kcf = conf;
 
-    u_char                        *p;
-    size_t                         zone_size;
-    ssize_t                        size;
-    ngx_int_t                      policy;
-    ngx_str_t                     *value, zone_name, s, tok_json, tok_conf;
-    ngx_uint_t                     i, block_size, number, chunk_set;
-    ngx_http_kvroute_main_conf_t  *kmcf;
-    ngx_http_upstream_srv_conf_t  *uscf, **up;
+    ngx_http_upstream_srv_conf_t  *uscf;
 
     if (kcf->upstream) {
         return "is duplicate";
@@ -158,337 +152,44 @@ ngx_http_kvroute(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                            "load balancing method redefined");
     }
 
-    value = cf->args->elts;
-
-    zone_name.len = 0;
-    zone_size = NGX_HTTP_KVROUTE_DEFAULT_ZONE_SIZE;
-    block_size = 16;
-    chunk_set = 0;
-    ngx_str_null(&tok_json);
-    ngx_str_null(&tok_conf);
-
-    for (i = 1; i < cf->args->nelts; i++) {
-
-        if (ngx_strncmp(value[i].data, "mode=", 5) == 0) {
-            s.data = value[i].data + 5;
-            s.len = value[i].len - 5;
-
-            if (s.len == 6 && ngx_strncmp(s.data, "approx", 6) == 0) {
-                kcf->mode = NGX_HTTP_KVROUTE_MODE_APPROX;
-
-            } else if (s.len == 11
-                       && ngx_strncmp(s.data, "round_robin", 11) == 0)
-            {
-                kcf->mode = NGX_HTTP_KVROUTE_MODE_ROUND_ROBIN;
-
-            } else if (s.len == 6 && ngx_strncmp(s.data, "random", 6) == 0) {
-                kcf->mode = NGX_HTTP_KVROUTE_MODE_RANDOM;
-
-            } else if (s.len == 2 && ngx_strncmp(s.data, "kv", 2) == 0) {
-                kcf->mode = NGX_HTTP_KVROUTE_MODE_KV;
-
-            } else {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid \"mode\" value \"%V\": expected "
-                                   "approx, kv, round_robin or random", &s);
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "zone=", 5) == 0) {
-            s.data = value[i].data + 5;
-            s.len = value[i].len - 5;
-
-            p = ngx_strlchr(s.data, s.data + s.len, ':');
-
-            if (p) {
-                zone_name.data = s.data;
-                zone_name.len = p - s.data;
-                s.data = p + 1;
-                s.len = value[i].data + value[i].len - s.data;
-
-                size = ngx_parse_size(&s);
-
-                if (size == NGX_ERROR
-                    || (size_t) size < kvr_index_min_size() + 256 * 1024)
-                {
-                    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                       "invalid \"zone\" size \"%V\": "
-                                       "expected at least %uzk", &s,
-                                       (kvr_index_min_size() + 256 * 1024)
-                                       / 1024 + 1);
-                    return NGX_CONF_ERROR;
-                }
-
-                zone_size = size;
-
-            } else {
-                zone_name = s;
-            }
-
-            if (zone_name.len == 0) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid \"zone\": empty name");
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "block_size=", 11) == 0) {
-            if (ngx_http_kvroute_param_uint(cf, &value[i], 11, 1, 4096,
-                                            &block_size)
-                != NGX_CONF_OK)
-            {
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "capacity=", 9) == 0) {
-            if (ngx_http_kvroute_param_uint(cf, &value[i], 9, 0,
-                                            1000000000, &kcf->capacity)
-                != NGX_CONF_OK)
-            {
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "policy=", 7) == 0) {
-            policy = kvr_policy_from_name((char *) value[i].data + 7,
-                                          value[i].len - 7);
-            if (policy < 0) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid \"policy\" value \"%V\": "
-                                   "expected ttft, cost, kvroute or "
-                                   "dynamo",
-                                   &value[i]);
-                return NGX_CONF_ERROR;
-            }
-
-            kcf->policy.policy = policy;
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "overlap_weight=", 15) == 0) {
-            if (ngx_http_kvroute_param_double(cf, &value[i], 15, 0, 1000,
-                                              &kcf->policy.overlap_weight)
-                != NGX_CONF_OK)
-            {
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "balance_abs=", 12) == 0) {
-            if (ngx_http_kvroute_param_uint(cf, &value[i], 12, 0, 1000000,
-                                            &number)
-                != NGX_CONF_OK)
-            {
-                return NGX_CONF_ERROR;
-            }
-
-            kcf->policy.balance_abs = number;
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "spread=", 7) == 0) {
-            if (ngx_http_kvroute_param_uint(cf, &value[i], 7, 0, 1000000,
-                                            &number)
-                != NGX_CONF_OK)
-            {
-                return NGX_CONF_ERROR;
-            }
-
-            kcf->policy.spread = number;
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "corun=", 6) == 0) {
-            if (ngx_http_kvroute_param_double(cf, &value[i], 6, 0, 1e9,
-                                              &kcf->policy.corun)
-                != NGX_CONF_OK)
-            {
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "evict=", 6) == 0) {
-            if (ngx_http_kvroute_param_double(cf, &value[i], 6, 0, 1000,
-                                              &kcf->policy.evict)
-                != NGX_CONF_OK)
-            {
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "ttft_", 5) == 0) {
-            if (ngx_http_kvroute_param_ttft(cf, kcf, &value[i])
-                != NGX_CONF_OK)
-            {
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "balance_rel=", 12) == 0) {
-            if (ngx_http_kvroute_param_double(cf, &value[i], 12, 1, 1000,
-                                              &kcf->policy.balance_rel)
-                != NGX_CONF_OK)
-            {
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "max_body=", 9) == 0) {
-            s.data = value[i].data + 9;
-            s.len = value[i].len - 9;
-
-            size = ngx_parse_size(&s);
-
-            if (size == NGX_ERROR || size < 64 || size > 1024 * 1024 * 1024) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid \"max_body\" value \"%V\": "
-                                   "expected a size from 64 to 1g", &s);
-                return NGX_CONF_ERROR;
-            }
-
-            kcf->max_body = size;
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "text_chunk=", 11) == 0) {
-            if (ngx_http_kvroute_param_uint(cf, &value[i], 11, 1, 1048576,
-                                            &kcf->chunk_bytes)
-                != NGX_CONF_OK)
-            {
-                return NGX_CONF_ERROR;
-            }
-
-            chunk_set = 1;
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "events_port=", 12) == 0) {
-
-            /* "+N": N above each server's own port (several per host) */
-
-            kcf->events_offset = (value[i].len > 12 && value[i].data[12] == '+');
-
-            if (ngx_http_kvroute_param_uint(cf, &value[i],
-                                            12 + kcf->events_offset, 1, 65535,
-                                            &kcf->events_port)
-                != NGX_CONF_OK)
-            {
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "replay_port=", 12) == 0) {
-            kcf->replay_offset = (value[i].len > 12 && value[i].data[12] == '+');
-
-            if (ngx_http_kvroute_param_uint(cf, &value[i],
-                                            12 + kcf->replay_offset, 1, 65535,
-                                            &kcf->replay_port)
-                != NGX_CONF_OK)
-            {
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "predict=", 8) == 0) {
-            if (ngx_http_kvroute_param_uint(cf, &value[i], 8, 0, 1000000,
-                                            &kcf->predict)
-                != NGX_CONF_OK)
-            {
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "events_ranks=", 13) == 0) {
-            if (ngx_http_kvroute_param_uint(cf, &value[i], 13, 1, 64,
-                                            &kcf->events_ranks)
-                != NGX_CONF_OK)
-            {
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "events_topic=", 13) == 0) {
-            kcf->events_topic.data = value[i].data + 13;
-            kcf->events_topic.len = value[i].len - 13;
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "models=", 7) == 0) {
-            kcf->models.data = value[i].data + 7;
-            kcf->models.len = value[i].len - 7;
-
-            if (kcf->models.len == 0) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid parameter \"%V\"", &value[i]);
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "tokenizer=", 10) == 0) {
-            tok_json.data = value[i].data + 10;
-            tok_json.len = value[i].len - 10;
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "tokenizer_config=", 17) == 0) {
-            tok_conf.data = value[i].data + 17;
-            tok_conf.len = value[i].len - 17;
-            continue;
-        }
-
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid parameter \"%V\"", &value[i]);
+    if (ngx_http_kvroute_set_params(cf, kcf) != NGX_CONF_OK) {
         return NGX_CONF_ERROR;
     }
 
-    if (tok_conf.len && tok_json.len == 0) {
+    if (ngx_http_kvroute_check_params(cf, kcf, uscf) != NGX_CONF_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    return ngx_http_kvroute_add_upstream(cf, kcf, uscf);
+}
+
+
+/* what one parameter cannot say alone, and the defaults others derive */
+
+static char *
+ngx_http_kvroute_check_params(ngx_conf_t *cf,
+    ngx_http_kvroute_srv_conf_t *kcf, ngx_http_upstream_srv_conf_t *uscf)
+{
+    ngx_str_t  *zone_name;
+
+    if (kcf->tokenizer_config.len && kcf->tokenizer_json.len == 0) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"tokenizer_config\" needs \"tokenizer\"");
         return NGX_CONF_ERROR;
     }
 
-    if (tok_json.len
-        && ngx_http_kvroute_load_tokenizer(cf, kcf, &tok_json, &tok_conf)
+    if (kcf->tokenizer_json.len
+        && ngx_http_kvroute_load_tokenizer(cf, kcf, &kcf->tokenizer_json,
+                                           &kcf->tokenizer_config)
            != NGX_CONF_OK)
     {
         return NGX_CONF_ERROR;
     }
 
-    kcf->block_size = block_size;
-    kcf->policy.block_size = block_size;
+    kcf->policy.block_size = kcf->block_size;
 
     if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) {
-        if (kcf->events_port + kcf->events_ranks - 1 > 65535) {
+        if (kcf->events_port.number + kcf->events_ranks - 1 > 65535) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "invalid \"events_ranks\": ports beyond 65535");
             return NGX_CONF_ERROR;
@@ -501,22 +202,38 @@ ngx_http_kvroute(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         }
     }
 
-    if (!chunk_set) {
+    if (kcf->chunk_bytes == NGX_CONF_UNSET_UINT) {
         /* about 4 bytes of text per token: a chunk stands for a block */
-        kcf->chunk_bytes = 4 * block_size;
+        kcf->chunk_bytes = 4 * kcf->block_size;
     }
 
-    if (zone_name.len == 0) {
-        zone_name.len = sizeof("kvroute_") - 1 + uscf->host.len;
-        zone_name.data = ngx_pnalloc(cf->pool, zone_name.len);
-        if (zone_name.data == NULL) {
+    zone_name = &kcf->zone_conf.name;
+
+    if (zone_name->len == 0) {
+        zone_name->len = sizeof("kvroute_") - 1 + uscf->host.len;
+        zone_name->data = ngx_pnalloc(cf->pool, zone_name->len);
+        if (zone_name->data == NULL) {
             return NGX_CONF_ERROR;
         }
 
-        ngx_sprintf(zone_name.data, "kvroute_%V", &uscf->host);
+        ngx_sprintf(zone_name->data, "kvroute_%V", &uscf->host);
     }
 
-    kcf->zone = ngx_http_kvroute_add_zone(cf, &zone_name, zone_size);
+    return NGX_CONF_OK;
+}
+
+
+/* the upstream balances with kvroute, in its zone */
+
+static char *
+ngx_http_kvroute_add_upstream(ngx_conf_t *cf,
+    ngx_http_kvroute_srv_conf_t *kcf, ngx_http_upstream_srv_conf_t *uscf)
+{
+    ngx_http_kvroute_main_conf_t  *kmcf;
+    ngx_http_upstream_srv_conf_t  **up;
+
+    kcf->zone = ngx_http_kvroute_add_zone(cf, &kcf->zone_conf.name,
+                                          kcf->zone_conf.size);
     if (kcf->zone == NULL) {
         return NGX_CONF_ERROR;
     }
@@ -629,6 +346,7 @@ ngx_http_kvroute_events(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_http_kvroute_srv_conf_t *kcf = conf;
 
     ngx_str_t                    *value;
+    ngx_uint_t                    i;
     ngx_http_kvroute_override_t  *o;
 
     if (kcf->upstream == NULL || kcf->mode != NGX_HTTP_KVROUTE_MODE_KV) {
@@ -651,6 +369,19 @@ ngx_http_kvroute_events(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                                     sizeof(ngx_http_kvroute_override_t));
         if (kcf->events_overrides == NULL) {
             return NGX_CONF_ERROR;
+        }
+    }
+
+    /* two endpoints for one server: only one would ever be used */
+
+    o = kcf->events_overrides->elts;
+
+    for (i = 0; i < kcf->events_overrides->nelts; i++) {
+        if (o[i].server.len == value[1].len
+            && ngx_strncmp(o[i].server.data, value[1].data, value[1].len)
+               == 0)
+        {
+            return "names a server twice";
         }
     }
 
@@ -700,8 +431,8 @@ ngx_http_kvroute_check_servers(ngx_conf_t *cf,
 
     kcf = ngx_http_conf_upstream_srv_conf(us, ngx_http_kvroute_module);
 
-    if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV && kcf->events_port == 0
-        && kcf->events_overrides == NULL)
+    if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV
+        && kcf->events_port.number == 0 && kcf->events_overrides == NULL)
     {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
                       "\"mode=kv\" needs \"events_port\" (the port of each "
@@ -916,115 +647,6 @@ ngx_http_kvroute_free_tokenizer(void *data)
 }
 
 
-static char *
-ngx_http_kvroute_param_uint(ngx_conf_t *cf, ngx_str_t *value, size_t skip,
-    ngx_uint_t min, ngx_uint_t max, ngx_uint_t *out)
-{
-    ngx_int_t  n;
-
-    n = ngx_atoi(value->data + skip, value->len - skip);
-
-    if (n == NGX_ERROR || (ngx_uint_t) n < min || (ngx_uint_t) n > max) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid \"%*s\" value \"%*s\": expected an "
-                           "integer from %ui to %ui",
-                           skip - 1, value->data,
-                           value->len - skip, value->data + skip, min, max);
-        return NGX_CONF_ERROR;
-    }
-
-    *out = n;
-
-    return NGX_CONF_OK;
-}
-
-
-/* policy=ttft's weights, all in prompt tokens but evict (in prompts) */
-
-static char *
-ngx_http_kvroute_param_ttft(ngx_conf_t *cf, ngx_http_kvroute_srv_conf_t *kcf,
-    ngx_str_t *value)
-{
-    if (ngx_strncmp(value->data, "ttft_decode=", 12) == 0) {
-        return ngx_http_kvroute_param_double(cf, value, 12, 0, 1e9,
-                                             &kcf->policy.ttft_decode);
-    }
-
-    if (ngx_strncmp(value->data, "ttft_evict=", 11) == 0) {
-        return ngx_http_kvroute_param_double(cf, value, 11, 0, 1000,
-                                             &kcf->policy.ttft_evict);
-    }
-
-    if (ngx_strncmp(value->data, "ttft_wait=", 10) == 0) {
-        return ngx_http_kvroute_param_double(cf, value, 10, 0, 1e9,
-                                             &kcf->policy.ttft_wait);
-    }
-
-    if (ngx_strncmp(value->data, "ttft_output=", 12) == 0) {
-        return ngx_http_kvroute_param_uint(cf, value, 12, 0, 1000000,
-                                           &kcf->output);
-    }
-
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
-                       value);
-
-    return NGX_CONF_ERROR;
-}
-
-
-static char *
-ngx_http_kvroute_param_double(ngx_conf_t *cf, ngx_str_t *value, size_t skip,
-    double min, double max, double *out)
-{
-    u_char  *p, *last;
-    double   n, scale;
-    int      digits;
-
-    /* a plain decimal: digits, optionally a point and more digits */
-
-    p = value->data + skip;
-    last = value->data + value->len;
-    n = 0;
-    scale = 0;
-    digits = 0;
-
-    for ( /* void */ ; p < last; p++) {
-        if (*p == '.' && scale == 0) {
-            scale = 1;
-            continue;
-        }
-
-        if (*p < '0' || *p > '9') {
-            digits = 0;
-            break;
-        }
-
-        digits++;
-
-        if (scale) {
-            scale /= 10;
-            n += (*p - '0') * scale;
-
-        } else {
-            n = n * 10 + (*p - '0');
-        }
-    }
-
-    if (digits == 0 || n < min || n > max) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid \"%*s\" value \"%*s\": expected a number "
-                           "from %.1f to %.1f",
-                           skip - 1, value->data,
-                           value->len - skip, value->data + skip, min, max);
-        return NGX_CONF_ERROR;
-    }
-
-    *out = n;
-
-    return NGX_CONF_OK;
-}
-
-
 static void *
 ngx_http_kvroute_create_main_conf(ngx_conf_t *cf)
 {
@@ -1070,12 +692,15 @@ ngx_http_kvroute_create_srv_conf(ngx_conf_t *cf)
      *     kcf->zone = NULL;
      *     kcf->capacity = 0;
      *     kcf->upstream = NULL;
-     *     kcf->slots = NULL;
+     *     kcf->events_port = { 0, 0 };
+     *     kcf->replay_port = { 0, 0 };
+     *     kcf->runtime = NULL;
      */
 
+    kcf->zone_conf.size = NGX_HTTP_KVROUTE_DEFAULT_ZONE_SIZE;
     kcf->block_size = 16;
     kcf->max_body = 1024 * 1024;
-    kcf->chunk_bytes = 64;
+    kcf->chunk_bytes = NGX_CONF_UNSET_UINT;     /* 4 * block_size */
     kcf->policy.policy = KVR_POLICY_TTFT;
     kcf->policy.ttft_decode = 1200;
     kcf->policy.ttft_evict = 2;
@@ -1157,40 +782,39 @@ ngx_http_kvroute_postconfiguration(ngx_conf_t *cf)
 }
 
 
-static ngx_int_t
-ngx_http_kvroute_init_process(ngx_cycle_t *cycle)
-{
-    ngx_uint_t                     i;
-    ngx_http_kvroute_srv_conf_t   *kcf;
-    ngx_http_kvroute_main_conf_t  *kmcf;
-    ngx_http_upstream_srv_conf_t **up;
+/*
+ * With master_process off, a reload makes a new cycle in the same process
+ * and init_process is not called again: the new cycle's runtime state is
+ * resolved here, once its zones exist.
+ */
 
-    if (ngx_process != NGX_PROCESS_WORKER
-        && ngx_process != NGX_PROCESS_SINGLE)
+static ngx_int_t
+ngx_http_kvroute_init_module(ngx_cycle_t *cycle)
+{
+    if (ngx_process != NGX_PROCESS_SINGLE || ngx_test_config
+        || ngx_is_init_cycle(cycle->old_cycle))
     {
         return NGX_OK;
     }
 
+    return ngx_http_kvroute_runtime_init(cycle);
+}
+
+
+static ngx_int_t
+ngx_http_kvroute_init_process(ngx_cycle_t *cycle)
+{
+    ngx_http_kvroute_main_conf_t  *kmcf;
+
+    if (ngx_http_kvroute_runtime_init(cycle) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     kmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_kvroute_module);
-    if (kmcf == NULL) {
-        return NGX_OK;
-    }
-
-    up = kmcf->upstreams.elts;
-
-    for (i = 0; i < kmcf->upstreams.nelts; i++) {
-        kcf = ngx_http_conf_upstream_srv_conf(up[i], ngx_http_kvroute_module);
-
-        if (kcf->zone->row == -1
-            && ngx_http_kvroute_claim_row(kcf->zone, cycle->log) != NGX_OK)
-        {
-            return NGX_ERROR;
-        }
-    }
 
     /* no helper process without a master: the events run here */
 
-    if (ngx_process == NGX_PROCESS_SINGLE && kmcf->kv) {
+    if (ngx_process == NGX_PROCESS_SINGLE && kmcf && kmcf->kv) {
         return ngx_http_kvroute_events_init_single(cycle, kmcf);
     }
 
@@ -1201,20 +825,5 @@ ngx_http_kvroute_init_process(ngx_cycle_t *cycle)
 static void
 ngx_http_kvroute_exit_process(ngx_cycle_t *cycle)
 {
-    ngx_uint_t                     i;
-    ngx_http_kvroute_srv_conf_t   *kcf;
-    ngx_http_kvroute_main_conf_t  *kmcf;
-    ngx_http_upstream_srv_conf_t **up;
-
-    kmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_kvroute_module);
-    if (kmcf == NULL) {
-        return;
-    }
-
-    up = kmcf->upstreams.elts;
-
-    for (i = 0; i < kmcf->upstreams.nelts; i++) {
-        kcf = ngx_http_conf_upstream_srv_conf(up[i], ngx_http_kvroute_module);
-        ngx_http_kvroute_release_row(kcf->zone);
-    }
+    ngx_http_kvroute_runtime_exit(cycle);
 }

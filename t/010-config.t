@@ -59,7 +59,7 @@ upstream llm { kvroute policy=fastest; server 127.0.0.1:8000; }
 --- config
 --- must_die
 --- error_log
-invalid "policy" value "policy=fastest": expected ttft, cost, kvroute or dynamo
+invalid "policy" value "fastest": expected ttft, cost, kvroute or dynamo
 
 
 
@@ -385,7 +385,143 @@ qr/^kvroute_capacity_blocks\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX
 
 
 
-=== TEST 26: policy=ttft and its weights
+=== TEST 26: kvroute_events naming a server twice, with file:line
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+include ../html/twice.conf;
+--- user_files
+>>> twice.conf
+upstream llm {
+    kvroute mode=kv;
+    kvroute_events 127.0.0.1:8000 tcp://127.0.0.1:5557;
+    kvroute_events 127.0.0.1:8000 tcp://127.0.0.1:5558;
+    server 127.0.0.1:8000;
+}
+--- config
+--- must_die
+--- error_log eval
+qr/\[emerg\] .*"kvroute_events" directive names a server twice in \S*\/html\/twice\.conf:4$/
+
+
+
+=== TEST 27: every kvroute parameter's error names its file:line
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+include ../html/params.conf;
+--- user_files
+>>> params.conf
+upstream llm {
+
+    kvroute block_size=16
+            predict=lots;
+    server 127.0.0.1:8000;
+}
+--- config
+--- must_die
+--- error_log eval
+qr/\[emerg\] .*invalid "predict" value "lots": expected an integer from 0 to 1000000 in \S*\/html\/params\.conf:4$/
+
+
+
+=== TEST 28: max_body wants a size
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm { kvroute max_body=32; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log
+invalid "max_body" value "32": expected a size from 64 to 1g
+
+
+
+=== TEST 29: a relative events port wants a number after "+"
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm { kvroute mode=kv events_port=+x; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log
+invalid "events_port" value "+x": expected a port from 1 to 65535, or +N above each server's port
+
+
+
+=== TEST 30: replay_port beyond 65535
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm { kvroute mode=kv events_port=5557 replay_port=70000; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log
+invalid "replay_port" value "70000": expected a port from 1 to 65535
+
+
+
+=== TEST 31: models wants at least one name
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm { kvroute mode=kv events_port=5557 models=; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log
+invalid "models" value "": expected model names
+
+
+
+=== TEST 32: a parameter without a value
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm { kvroute approx; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log
+invalid parameter "approx"
+
+
+
+=== TEST 33: text_chunk from 1 byte
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream a { kvroute text_chunk=0; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log
+invalid "text_chunk" value "0": expected an integer from 1 to 1048576
+
+
+
+=== TEST 34: events_ranks from 1 to 64
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream a { kvroute mode=kv events_port=5557 events_ranks=65; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log
+invalid "events_ranks" value "65": expected an integer from 1 to 64
+
+
+
+=== TEST 35: overlap_weight is a plain decimal
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream a { kvroute policy=dynamo overlap_weight=1e3; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log
+invalid "overlap_weight" value "1e3": expected a number from 0.0 to 1000.0
+
+
+
+=== TEST 36: policy=ttft and its weights
 --- main_config
 load_module $TEST_NGINX_KVROUTE_SO;
 --- http_config
@@ -405,7 +541,7 @@ ok
 
 
 
-=== TEST 27: an unknown ttft_ parameter
+=== TEST 37: an unknown ttft_ parameter
 --- main_config
 load_module $TEST_NGINX_KVROUTE_SO;
 --- http_config
@@ -417,7 +553,7 @@ invalid parameter "ttft_speed=1"
 
 
 
-=== TEST 28: a ttft weight out of range
+=== TEST 38: a ttft weight out of range
 --- main_config
 load_module $TEST_NGINX_KVROUTE_SO;
 --- http_config

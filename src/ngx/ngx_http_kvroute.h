@@ -1,8 +1,8 @@
 /*
  * Copyright (C) kvroute developers
  *
- * Types shared by the nginx side of kvroute: configuration, the shared
- * zone, the per-request context and the peer data.
+ * Types shared by the nginx side of kvroute: configuration, each
+ * process's runtime state, the shared zone and the per-request context.
  */
 
 #ifndef _NGX_HTTP_KVROUTE_H_INCLUDED_
@@ -122,8 +122,39 @@ typedef struct {
 } ngx_http_kvroute_zone_t;
 
 
+/* events_port=[+]N, replay_port=[+]N */
+typedef struct {
+    ngx_uint_t                       number;     /* 0: none */
+    ngx_uint_t                       relative;   /* +N: above the server's */
+} ngx_http_kvroute_port_t;
+
+
+/* zone=name[:size] */
+typedef struct {
+    ngx_str_t                        name;       /* empty: kvroute_<upstream> */
+    size_t                           size;
+} ngx_http_kvroute_zone_conf_t;
+
+
+/*
+ * What one process resolves of an upstream, once, in init_process: the
+ * index slot of each peer (primaries, then backups, as the peers are
+ * listed), its slot of predictions, its cache size and its stable hash,
+ * and the keys' scratch.  The configuration only points to it.
+ */
+typedef struct {
+    ngx_uint_t                       nslots;
+    ngx_int_t                       *slots;        /* -1: no slot */
+    ngx_int_t                       *pred_slots;   /* -1: no predictions */
+    uint64_t                        *capacities;   /* blocks */
+    uint64_t                        *id_hashes;    /* of the peer's name */
+    kvr_keys_scratch_t               keys_scratch; /* ids, rendering */
+} ngx_http_kvroute_runtime_t;
+
+
 typedef struct {
     ngx_uint_t                       mode;
+    ngx_http_kvroute_zone_conf_t     zone_conf;
     ngx_http_kvroute_zone_t         *zone;
     ngx_uint_t                       block_size;
     ngx_uint_t                       capacity;      /* blocks per server */
@@ -132,23 +163,24 @@ typedef struct {
                                                        without max_tokens */
 
     /* mode=kv: each server's events on its host at events_port + rank */
-    ngx_uint_t                       events_port;
-    ngx_uint_t                       events_offset;  /* port is +N */
-    ngx_uint_t                       replay_port;    /* 0: no replay */
-    ngx_uint_t                       replay_offset;
+    ngx_http_kvroute_port_t          events_port;
+    ngx_http_kvroute_port_t          replay_port;   /* 0: no replay */
     ngx_uint_t                       events_ranks;
     ngx_str_t                        events_topic;
     ngx_str_t                        models;    /* base model names, "," */
     ngx_array_t                     *events_overrides;   /* _override_t */
     ngx_array_t                     *capacity_overrides; /* _capacity_t */
     size_t                           max_body;
-    size_t                           chunk_bytes;   /* text key chunk */
+    ngx_uint_t                       chunk_bytes;   /* text key chunk */
     kvr_policy_conf_t                policy;
+
+    /* tokenizer=, tokenizer_config=: full names once loaded */
+    ngx_str_t                        tokenizer_json;
+    ngx_str_t                        tokenizer_config;
 
     /* loaded in the master at configuration time, shared by the workers */
     kvr_tokenizer_t                 *tokenizer;
     kvr_chat_config_t               *chat;       /* its chat template */
-    kvr_keys_scratch_t              *keys_scratch;  /* per process */
 
     ngx_http_upstream_srv_conf_t    *upstream;
     u_char                          *file_name;  /* of the kvroute line */
@@ -157,11 +189,8 @@ typedef struct {
     /* kv mode: blocks of recent routes, predicted until events come */
     ngx_uint_t                       predict;
 
-    /* index slot of each peer (primaries, then backups); per process */
-    ngx_int_t                       *slots;
-    ngx_int_t                       *pred_slots;
-    uint64_t                        *capacities;   /* per peer, blocks */
-    ngx_uint_t                       nslots;
+    /* not configuration: this process's, set once in init_process */
+    ngx_http_kvroute_runtime_t      *runtime;
 } ngx_http_kvroute_srv_conf_t;
 
 
@@ -243,6 +272,10 @@ void ngx_http_kvroute_first_bytes(ngx_http_kvroute_ctx_t *ctx);
 /* output filter: calls the above */
 ngx_int_t ngx_http_kvroute_filter_init(ngx_conf_t *cf);
 
+/* configuration: the kvroute line's parameters */
+char *ngx_http_kvroute_set_params(ngx_conf_t *cf,
+    ngx_http_kvroute_srv_conf_t *kcf);
+
 /* configuration: what can be checked only once the servers are known */
 ngx_int_t ngx_http_kvroute_check_servers(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us);
@@ -260,20 +293,25 @@ void ngx_http_kvroute_log_refused(ngx_http_request_t *r, const char *what,
     const char *why);
 uint64_t ngx_http_kvroute_usec(void);
 
-/* shared zone */
+/* the shared zone and its lock */
 ngx_http_kvroute_zone_t *ngx_http_kvroute_add_zone(ngx_conf_t *cf,
     ngx_str_t *name, size_t size);
-ngx_int_t ngx_http_kvroute_claim_row(ngx_http_kvroute_zone_t *zone,
-    ngx_log_t *log);
-ngx_int_t ngx_http_kvroute_resolve_slots(ngx_http_kvroute_srv_conf_t *kcf,
-    ngx_http_upstream_rr_peers_t *peers);
-uint64_t ngx_http_kvroute_pred_capacity(ngx_http_kvroute_srv_conf_t *kcf,
-    ngx_int_t slot);
 void ngx_http_kvroute_lock(ngx_http_kvroute_zone_t *zone);
 void ngx_http_kvroute_unlock(ngx_http_kvroute_zone_t *zone);
+
+/* load rows */
+void ngx_http_kvroute_claim_row(ngx_http_kvroute_zone_t *zone,
+    ngx_log_t *log);
 void ngx_http_kvroute_release_row(ngx_http_kvroute_zone_t *zone);
 void ngx_http_kvroute_load(ngx_http_kvroute_zone_t *zone, ngx_int_t slot,
     uint64_t *requests, uint64_t *tokens, uint64_t *prefill);
+
+/* each process's runtime state */
+ngx_int_t ngx_http_kvroute_runtime_init(ngx_cycle_t *cycle);
+void ngx_http_kvroute_runtime_exit(ngx_cycle_t *cycle);
+uint64_t ngx_http_kvroute_pred_capacity(ngx_http_kvroute_srv_conf_t *kcf,
+    ngx_int_t slot);
+uint64_t ngx_http_kvroute_id_hash(ngx_str_t *name);
 
 /* KV events: the helper process */
 ngx_int_t ngx_http_kvroute_events_add_helper(ngx_conf_t *cf,

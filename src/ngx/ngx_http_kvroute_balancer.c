@@ -11,11 +11,11 @@
 #include <ngx_http.h>
 
 #include "ngx_http_kvroute.h"
+#include "kvr_prefixes.h"
 
 
 /* probe every 16th block first: a cached prompt is a leading run */
 #define NGX_HTTP_KVROUTE_MATCH_STRIDE  16
-#define NGX_HTTP_KVROUTE_LIVE_MSEC  100
 
 
 typedef struct {
@@ -36,47 +36,56 @@ typedef struct {
 } ngx_http_kvroute_peer_data_t;
 
 
+/* the peers one try may use, as the policy sees them */
+typedef struct {
+    ngx_uint_t                         n;
+    ngx_http_upstream_rr_peer_t       *peer[NGX_HTTP_KVROUTE_MAX_PEERS];
+    ngx_uint_t                         index[NGX_HTTP_KVROUTE_MAX_PEERS];
+    int                                slots[NGX_HTTP_KVROUTE_MAX_PEERS];
+    int                                pred[NGX_HTTP_KVROUTE_MAX_PEERS];
+    uint32_t                           overlap[NGX_HTTP_KVROUTE_MAX_PEERS];
+    kvr_candidate_t                    cand[NGX_HTTP_KVROUTE_MAX_PEERS];
+} ngx_http_kvroute_candidates_t;
+
+
 static ngx_int_t ngx_http_kvroute_init_peer(ngx_http_request_t *r,
     ngx_http_upstream_srv_conf_t *us);
 static ngx_int_t ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc,
     void *data);
-static void ngx_http_kvroute_free_peer(ngx_peer_connection_t *pc,
-    void *data, ngx_uint_t state);
+static void ngx_http_kvroute_eligible(ngx_http_kvroute_peer_data_t *kp,
+    time_t now, ngx_http_kvroute_candidates_t *cs);
+static ngx_uint_t ngx_http_kvroute_pick_random(
+    ngx_http_kvroute_candidates_t *cs);
+static ngx_uint_t ngx_http_kvroute_pick_cached(
+    ngx_http_kvroute_peer_data_t *kp, ngx_http_kvroute_candidates_t *cs,
+    ngx_uint_t *reason);
+static void ngx_http_kvroute_match(ngx_http_kvroute_srv_conf_t *kcf,
+    kvr_index_t *index, ngx_http_kvroute_ctx_t *ctx,
+    ngx_http_kvroute_candidates_t *cs);
+static void ngx_http_kvroute_loads(ngx_http_kvroute_srv_conf_t *kcf,
+    kvr_index_t *index, ngx_http_kvroute_candidates_t *cs);
+static void ngx_http_kvroute_record(ngx_http_kvroute_srv_conf_t *kcf,
+    kvr_index_t *index, ngx_http_kvroute_ctx_t *ctx,
+    ngx_http_kvroute_candidates_t *cs, ngx_uint_t chosen);
+static ngx_uint_t ngx_http_kvroute_pick_reason(kvr_pick_e why);
+static void ngx_http_kvroute_use_peer(ngx_peer_connection_t *pc,
+    ngx_http_kvroute_peer_data_t *kp, ngx_http_kvroute_candidates_t *cs,
+    ngx_uint_t chosen, time_t now);
 static ngx_int_t ngx_http_kvroute_fallback(ngx_peer_connection_t *pc,
     ngx_http_kvroute_peer_data_t *kp, ngx_uint_t reason);
+static ngx_int_t ngx_http_kvroute_slot_of(ngx_http_kvroute_peer_data_t *kp,
+    ngx_http_upstream_rr_peer_t *chosen);
 static void ngx_http_kvroute_charge(ngx_http_kvroute_peer_data_t *kp,
-    ngx_http_upstream_rr_peer_t *chosen, ngx_uint_t overlap);
+    ngx_int_t slot, ngx_uint_t overlap);
 static void ngx_http_kvroute_decided(ngx_peer_connection_t *pc,
     ngx_http_kvroute_peer_data_t *kp, ngx_uint_t reason);
-static uint64_t ngx_http_kvroute_id_hash(ngx_http_upstream_rr_peer_t *peer);
-static void ngx_http_kvroute_prefixes(ngx_http_kvroute_srv_conf_t *kcf,
-    kvr_index_t *index, int *slots, int *pred, uint32_t *overlap,
-    ngx_uint_t n, uint64_t first_block, kvr_candidate_t *cand,
-    uint32_t *share);
-static void ngx_http_kvroute_prefixes_cost(ngx_http_kvroute_srv_conf_t *kcf,
-    kvr_index_t *index, int *slots, int *pred, uint32_t *overlap,
-    ngx_uint_t n, kvr_candidate_t *cand);
-static int ngx_http_kvroute_held(void *data, uint64_t first_block);
 static void ngx_http_kvroute_pins_gather(ngx_http_kvroute_srv_conf_t *kcf,
     ngx_http_kvroute_ctx_t *ctx, int *slots, ngx_uint_t n,
     kvr_candidate_t *cand, kvr_demand_t *demand);
 static void ngx_http_kvroute_pin(ngx_http_kvroute_peer_data_t *kp, int slot);
 static void ngx_http_kvroute_unpin(ngx_http_kvroute_peer_data_t *kp);
-
-
-/* a peer's id hash, remembered per process (keyed by the cycle too) */
-typedef struct {
-    ngx_cycle_t                    *cycle;
-    ngx_http_upstream_rr_peer_t    *peer;
-    u_char                         *name;
-    size_t                          len;
-    uint64_t                        hash;
-} ngx_http_kvroute_id_t;
-
-
-#define NGX_HTTP_KVROUTE_IDS  64
-
-static ngx_http_kvroute_id_t  ngx_http_kvroute_ids[NGX_HTTP_KVROUTE_IDS];
+static void ngx_http_kvroute_free_peer(ngx_peer_connection_t *pc,
+    void *data, ngx_uint_t state);
 
 
 ngx_int_t
@@ -136,12 +145,6 @@ ngx_http_kvroute_init_peer(ngx_http_request_t *r,
 
     ctx->charge = kp;
 
-    if (kcf->slots == NULL
-        && ngx_http_kvroute_resolve_slots(kcf, kp->rrp.peers) != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
     if (!ctx->analyzed) {
         ngx_http_kvroute_analyze(r, kcf, ctx);
     }
@@ -155,26 +158,12 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
 {
     ngx_http_kvroute_peer_data_t  *kp = data;
 
-    int                             slots[NGX_HTTP_KVROUTE_MAX_PEERS];
-    int                             pred[NGX_HTTP_KVROUTE_MAX_PEERS];
     time_t                          now;
-    size_t                          chosen;
-    uint32_t                        overlap[NGX_HTTP_KVROUTE_MAX_PEERS];
-    uint32_t                        predicted[NGX_HTTP_KVROUTE_MAX_PEERS];
-    uint64_t                        requests, tokens, prefill;
-    uintptr_t                       m;
-    ngx_uint_t                      i, n, k, base, reason;
-    kvr_pick_e                      why;
-    kvr_demand_t                    demand;
-    kvr_index_t                    *index;
-    kvr_candidate_t                 cand[NGX_HTTP_KVROUTE_MAX_PEERS];
+    ngx_uint_t                      chosen, reason;
     ngx_http_kvroute_ctx_t         *ctx;
     ngx_http_kvroute_srv_conf_t    *kcf;
-    ngx_http_upstream_rr_peer_t    *peer, *peers_of[NGX_HTTP_KVROUTE_MAX_PEERS];
-    ngx_http_upstream_rr_peers_t   *peers;
-    ngx_http_upstream_rr_peer_data_t  *rrp;
+    ngx_http_kvroute_candidates_t   cs;
 
-    rrp = &kp->rrp;
     kcf = kp->conf;
     ctx = kp->ctx;
 
@@ -190,14 +179,56 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
         return ngx_http_kvroute_fallback(pc, kp, ctx->reason);
     }
 
-    peers = rrp->peers;
-    base = (peers == kp->primaries) ? 0 : kp->primaries->number;
-
     now = ngx_time();
 
-    ngx_http_upstream_rr_peers_rlock(peers);
+    ngx_http_upstream_rr_peers_rlock(kp->rrp.peers);
 
-    /* eligible primaries, as the hash module judges them */
+    ngx_http_kvroute_eligible(kp, now, &cs);
+
+    if (cs.n == 0) {
+        ngx_http_upstream_rr_peers_unlock(kp->rrp.peers);
+        return ngx_http_kvroute_fallback(pc, kp, NGX_HTTP_KVROUTE_R_FALLBACK);
+    }
+
+    if (kcf->mode == NGX_HTTP_KVROUTE_MODE_RANDOM) {
+        chosen = ngx_http_kvroute_pick_random(&cs);
+        reason = NGX_HTTP_KVROUTE_R_RANDOM;
+        ctx->overlap = 0;
+
+    } else {
+        chosen = ngx_http_kvroute_pick_cached(kp, &cs, &reason);
+    }
+
+    ngx_http_kvroute_use_peer(pc, kp, &cs, chosen, now);
+
+    ngx_http_kvroute_charge(kp, cs.slots[chosen], ctx->overlap);
+
+    ngx_http_kvroute_decided(pc, kp, reason);
+
+    return NGX_OK;
+}
+
+
+/* the peers not tried yet that are up, as the hash module judges them */
+
+static void
+ngx_http_kvroute_eligible(ngx_http_kvroute_peer_data_t *kp, time_t now,
+    ngx_http_kvroute_candidates_t *cs)
+{
+    uintptr_t                          m;
+    ngx_uint_t                         i, j, n, base;
+    kvr_candidate_t                   *cand;
+    ngx_http_kvroute_runtime_t        *rt;
+    ngx_http_upstream_rr_peer_t       *peer;
+    ngx_http_upstream_rr_peers_t      *peers;
+    ngx_http_upstream_rr_peer_data_t  *rrp;
+
+    rrp = &kp->rrp;
+    peers = rrp->peers;
+    rt = kp->conf->runtime;
+
+    /* slots list primaries, then backups */
+    base = (peers == kp->primaries) ? 0 : kp->primaries->number;
 
     n = 0;
 
@@ -224,148 +255,242 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
 
         ngx_http_upstream_rr_peer_unlock(peers, peer);
 
-        peers_of[n] = peer;
-        slots[n] = (base + i < kcf->nslots) ? kcf->slots[base + i] : -1;
-        pred[n] = (base + i < kcf->nslots) ? kcf->pred_slots[base + i] : -1;
-        cand[n].capacity = (base + i < kcf->nslots)
-                           ? kcf->capacities[base + i] : kcf->capacity;
-        cand[n].weight = peer->weight;
-        cand[n].id_hash = ngx_http_kvroute_id_hash(peer);
+        j = base + i;
+        cand = &cs->cand[n];
+
+        cs->peer[n] = peer;
+        cs->index[n] = i;
+        cs->slots[n] = (j < rt->nslots) ? rt->slots[j] : -1;
+        cs->pred[n] = (j < rt->nslots) ? rt->pred_slots[j] : -1;
+        cand->weight = peer->weight;
+
+        if (j < rt->nslots) {
+            cand->capacity = rt->capacities[j];
+            cand->id_hash = rt->id_hashes[j];
+
+        } else {
+            cand->capacity = kp->conf->capacity;
+            cand->id_hash = ngx_http_kvroute_id_hash(&peer->name);
+        }
+
         n++;
     }
 
-    if (n == 0) {
-        ngx_http_upstream_rr_peers_unlock(peers);
-        return ngx_http_kvroute_fallback(pc, kp, NGX_HTTP_KVROUTE_R_FALLBACK);
+    cs->n = n;
+}
+
+
+/* mode=random: by weight */
+
+static ngx_uint_t
+ngx_http_kvroute_pick_random(ngx_http_kvroute_candidates_t *cs)
+{
+    ngx_uint_t  i, k, chosen;
+
+    k = 0;
+
+    for (i = 0; i < cs->n; i++) {
+        k += cs->cand[i].weight;
     }
 
-    if (kcf->mode == NGX_HTTP_KVROUTE_MODE_RANDOM) {
-        k = 0;
+    k = ngx_random() % k;
 
-        for (i = 0; i < n; i++) {
-            k += cand[i].weight;
+    for (chosen = 0; chosen < cs->n - 1; chosen++) {
+        if (k < cs->cand[chosen].weight) {
+            break;
         }
 
-        k = ngx_random() % k;
-
-        for (chosen = 0; chosen < n - 1; chosen++) {
-            if (k < cand[chosen].weight) {
-                break;
-            }
-
-            k -= cand[chosen].weight;
-        }
-
-        reason = NGX_HTTP_KVROUTE_R_RANDOM;
-        ctx->overlap = 0;
-        goto found;
+        k -= cs->cand[chosen].weight;
     }
 
+    return chosen;
+}
+
+
+/*
+ * approx and kv modes: what each server holds of the prompt and its load,
+ * weighed by the policy, under the zone's lock
+ */
+
+static ngx_uint_t
+ngx_http_kvroute_pick_cached(ngx_http_kvroute_peer_data_t *kp,
+    ngx_http_kvroute_candidates_t *cs, ngx_uint_t *reason)
+{
+    ngx_uint_t                    chosen;
+    kvr_pick_e                    why;
+    kvr_demand_t                  demand;
+    kvr_index_t                  *index;
+    kvr_prefixes_t                px;
+    ngx_http_kvroute_ctx_t       *ctx;
+    ngx_http_kvroute_srv_conf_t  *kcf;
+
+    kcf = kp->conf;
+    ctx = kp->ctx;
     index = kcf->zone->sh->index;
 
     ngx_http_kvroute_lock(kcf->zone);
 
-    /* candidates without an index slot match nothing */
+    ngx_http_kvroute_match(kcf, index, ctx, cs);
+    ngx_http_kvroute_loads(kcf, index, cs);
 
-    for (i = 0; i < n; i++) {
-        overlap[i] = 0;
-    }
+    px.index = index;
+    px.homes = kcf->zone->sh->homes;
+    px.slots = cs->slots;
+    px.pred = (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) ? cs->pred : NULL;
+    px.first_block = ctx->first_block;
+    px.now_msec = ngx_current_msec;
 
-    kvr_index_match_slots_jump(index, slots, n, ctx->hashes, ctx->nblocks,
-                               NGX_HTTP_KVROUTE_MATCH_STRIDE, overlap);
-
-    /*
-     * kv mode: a burst of a new prefix follows its first request to the
-     * server it went to before that server's events arrive
-     */
-
-    if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV && kcf->predict) {
-        kvr_index_match_slots_jump(index, pred, n, ctx->hashes,
-                                   ctx->nblocks,
-                                   NGX_HTTP_KVROUTE_MATCH_STRIDE, predicted);
-
-        for (i = 0; i < n; i++) {
-            if (predicted[i] > overlap[i]) {
-                overlap[i] = predicted[i];
-            }
-        }
-    }
-
-    for (i = 0; i < n; i++) {
-        cand[i].cached_blocks = 0;
-
-        if (slots[i] >= 0) {
-            cand[i].cached_blocks = kvr_index_slot_blocks(index, slots[i]);
-        }
-
-        ngx_http_kvroute_load(kcf->zone, slots[i], &requests, &tokens,
-                              &prefill);
-        cand[i].overlap = overlap[i];
-        cand[i].inflight = requests;
-        cand[i].inflight_tokens = tokens;
-        cand[i].inflight_prefill = prefill;
-    }
-
-    ngx_http_kvroute_prefixes(kcf, index, slots, pred, overlap, n,
-                              ctx->first_block, cand, &demand.share);
-
-    ngx_http_kvroute_pins_gather(kcf, ctx, slots, n, cand, &demand);
+    kvr_prefixes_count(&kcf->policy, &px, cs->cand, cs->n, &demand.share);
 
     demand.blocks = ctx->nblocks;
     demand.tokens = ctx->tokens;
     demand.first_block = ctx->first_block;
     demand.random = ((uint64_t) ngx_random() << 32) ^ ngx_random();
 
-    chosen = kvr_policy_pick(&kcf->policy, cand, n, &demand, &why);
+    ngx_http_kvroute_pins_gather(kcf, ctx, cs->slots, cs->n, cs->cand,
+                                 &demand);
 
-    ngx_http_kvroute_pin(kp, slots[chosen]);
+    chosen = kvr_policy_pick(&kcf->policy, cs->cand, cs->n, &demand, &why);
 
-    /* approximate mode predicts; in kv mode the engines' events tell */
+    ngx_http_kvroute_pin(kp, cs->slots[chosen]);
 
-    if (slots[chosen] >= 0 && kcf->mode == NGX_HTTP_KVROUTE_MODE_APPROX) {
-        kvr_index_record(index, slots[chosen], ctx->hashes, ctx->nblocks);
-    }
-
-    if (pred[chosen] >= 0 && kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) {
-        kvr_index_record(index, pred[chosen], ctx->hashes, ctx->nblocks);
-    }
-
-    if (slots[chosen] >= 0 && slots[chosen] < NGX_HTTP_KVROUTE_MAX_PEERS) {
-        kvr_homes_touch(&kcf->zone->sh->homes[slots[chosen]],
-                        ctx->first_block);
-
-        /* a prefix new there counts before the next recount */
-
-        if ((kcf->policy.policy == KVR_POLICY_COST
-             || kcf->policy.policy == KVR_POLICY_TTFT)
-            && overlap[chosen] == 0)
-        {
-            kvr_homes_placed(&kcf->zone->sh->homes[slots[chosen]]);
-        }
-    }
+    ngx_http_kvroute_record(kcf, index, ctx, cs, chosen);
 
     ngx_http_kvroute_unlock(kcf->zone);
 
-    ctx->overlap = overlap[chosen];
+    ctx->overlap = cs->overlap[chosen];
+    *reason = ngx_http_kvroute_pick_reason(why);
 
-    switch (why) {
-    case KVR_PICK_OVERLAP:
-        reason = NGX_HTTP_KVROUTE_R_OVERLAP;
-        break;
-    case KVR_PICK_HOME:
-        reason = NGX_HTTP_KVROUTE_R_HOME;
-        break;
-    case KVR_PICK_LOAD:
-        reason = NGX_HTTP_KVROUTE_R_LOAD;
-        break;
-    default:
-        reason = NGX_HTTP_KVROUTE_R_COST;
-        break;
+    return chosen;
+}
+
+
+/* the prompt's leading blocks cached on each candidate */
+
+static void
+ngx_http_kvroute_match(ngx_http_kvroute_srv_conf_t *kcf, kvr_index_t *index,
+    ngx_http_kvroute_ctx_t *ctx, ngx_http_kvroute_candidates_t *cs)
+{
+    uint32_t    predicted[NGX_HTTP_KVROUTE_MAX_PEERS];
+    ngx_uint_t  i;
+
+    /* candidates without an index slot match nothing */
+
+    for (i = 0; i < cs->n; i++) {
+        cs->overlap[i] = 0;
     }
 
-found:
+    kvr_index_match_slots_jump(index, cs->slots, cs->n, ctx->hashes,
+                               ctx->nblocks, NGX_HTTP_KVROUTE_MATCH_STRIDE,
+                               cs->overlap);
 
-    peer = peers_of[chosen];
+    /*
+     * kv mode: a burst of a new prefix follows its first request to the
+     * server it went to before that server's events arrive
+     */
+
+    if (kcf->mode != NGX_HTTP_KVROUTE_MODE_KV || kcf->predict == 0) {
+        return;
+    }
+
+    kvr_index_match_slots_jump(index, cs->pred, cs->n, ctx->hashes,
+                               ctx->nblocks, NGX_HTTP_KVROUTE_MATCH_STRIDE,
+                               predicted);
+
+    for (i = 0; i < cs->n; i++) {
+        if (predicted[i] > cs->overlap[i]) {
+            cs->overlap[i] = predicted[i];
+        }
+    }
+}
+
+
+/* each candidate's cache and load, as the policy weighs them */
+
+static void
+ngx_http_kvroute_loads(ngx_http_kvroute_srv_conf_t *kcf, kvr_index_t *index,
+    ngx_http_kvroute_candidates_t *cs)
+{
+    uint64_t          requests, tokens, prefill;
+    ngx_uint_t        i;
+    kvr_candidate_t  *cand;
+
+    for (i = 0; i < cs->n; i++) {
+        cand = &cs->cand[i];
+
+        cand->cached_blocks = (cs->slots[i] >= 0)
+                              ? kvr_index_slot_blocks(index, cs->slots[i])
+                              : 0;
+
+        ngx_http_kvroute_load(kcf->zone, cs->slots[i], &requests, &tokens,
+                              &prefill);
+
+        cand->overlap = cs->overlap[i];
+        cand->inflight = requests;
+        cand->inflight_tokens = tokens;
+        cand->inflight_prefill = prefill;
+    }
+}
+
+
+/*
+ * What the route teaches: approximate mode predicts the chosen server's
+ * cache, kv mode its predictions (the engines' events tell the rest), and
+ * its homes learn the prefix
+ */
+
+static void
+ngx_http_kvroute_record(ngx_http_kvroute_srv_conf_t *kcf, kvr_index_t *index,
+    ngx_http_kvroute_ctx_t *ctx, ngx_http_kvroute_candidates_t *cs,
+    ngx_uint_t chosen)
+{
+    if (cs->slots[chosen] >= 0 && kcf->mode == NGX_HTTP_KVROUTE_MODE_APPROX) {
+        kvr_index_record(index, cs->slots[chosen], ctx->hashes,
+                         ctx->nblocks);
+    }
+
+    if (cs->pred[chosen] >= 0 && kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) {
+        kvr_index_record(index, cs->pred[chosen], ctx->hashes, ctx->nblocks);
+    }
+
+    kvr_prefixes_routed(&kcf->policy, kcf->zone->sh->homes,
+                        cs->slots[chosen], ctx->first_block,
+                        cs->overlap[chosen]);
+}
+
+
+static ngx_uint_t
+ngx_http_kvroute_pick_reason(kvr_pick_e why)
+{
+    switch (why) {
+    case KVR_PICK_OVERLAP:
+        return NGX_HTTP_KVROUTE_R_OVERLAP;
+    case KVR_PICK_HOME:
+        return NGX_HTTP_KVROUTE_R_HOME;
+    case KVR_PICK_LOAD:
+        return NGX_HTTP_KVROUTE_R_LOAD;
+    default:
+        return NGX_HTTP_KVROUTE_R_COST;
+    }
+}
+
+
+/* the chosen peer, as the hash module takes it; unlocks the peers */
+
+static void
+ngx_http_kvroute_use_peer(ngx_peer_connection_t *pc,
+    ngx_http_kvroute_peer_data_t *kp, ngx_http_kvroute_candidates_t *cs,
+    ngx_uint_t chosen, time_t now)
+{
+    uintptr_t                          m;
+    ngx_uint_t                         i;
+    ngx_http_upstream_rr_peer_t       *peer;
+    ngx_http_upstream_rr_peers_t      *peers;
+    ngx_http_upstream_rr_peer_data_t  *rrp;
+
+    rrp = &kp->rrp;
+    peers = rrp->peers;
+    peer = cs->peer[chosen];
 
     ngx_http_upstream_rr_peer_lock(peers, peer);
 
@@ -384,210 +509,13 @@ found:
     ngx_http_upstream_rr_peer_unlock(peers, peer);
     ngx_http_upstream_rr_peers_unlock(peers);
 
-    for (peer = peers->peer, i = 0; peer; peer = peer->next, i++) {
-        if (peer == peers_of[chosen]) {
-            break;
-        }
-    }
-
+    i = cs->index[chosen];
     m = (uintptr_t) 1 << i % (8 * sizeof(uintptr_t));
     rrp->tried[i / (8 * sizeof(uintptr_t))] |= m;
-
-    ngx_http_kvroute_charge(kp, peers_of[chosen], ctx->overlap);
-
-    ngx_http_kvroute_decided(pc, kp, reason);
-
-    return NGX_OK;
-}
-
-
-/*
- * A server's stable hash for homes and tie breaks, from its name; computed
- * once per process and cycle for a peer, unless its name moved
- */
-
-static uint64_t
-ngx_http_kvroute_id_hash(ngx_http_upstream_rr_peer_t *peer)
-{
-    ngx_http_kvroute_id_t  *id;
-
-    id = &ngx_http_kvroute_ids[((uintptr_t) peer / sizeof(void *))
-                               % NGX_HTTP_KVROUTE_IDS];
-
-    if (id->peer != peer || id->cycle != (ngx_cycle_t *) ngx_cycle
-        || id->name != peer->name.data || id->len != peer->name.len)
-    {
-        id->peer = peer;
-        id->cycle = (ngx_cycle_t *) ngx_cycle;
-        id->name = peer->name.data;
-        id->len = peer->name.len;
-        id->hash = ngx_hash_key(peer->name.data, peer->name.len)
-                   * 0x9e3779b97f4a7c15ULL;
-    }
-
-    return id->hash;
 }
 
 
 /* nginx's own round robin, which also handles backups and NGX_BUSY */
-
-/* what ngx_http_kvroute_held() looks in */
-typedef struct {
-    kvr_index_t                    *index;
-    int                             slot;
-    int                             pred;
-} ngx_http_kvroute_held_t;
-
-
-/*
- * The prefixes each server holds (its recent first blocks still in the
- * index, or in its predictions in kv mode), for the policy: a prompt no
- * server holds goes where fewest live, and a busy prefix spreads only to
- * servers with room for one more.  Counted only when the policy can use
- * them: no server holds the prompt, or the loads differ by spread= or more.
- */
-
-static void
-ngx_http_kvroute_prefixes(ngx_http_kvroute_srv_conf_t *kcf,
-    kvr_index_t *index, int *slots, int *pred, uint32_t *overlap,
-    ngx_uint_t n, uint64_t first_block, kvr_candidate_t *cand,
-    uint32_t *share)
-{
-    uint32_t                 most, least, total;
-    uint64_t                 routes, all;
-    ngx_uint_t               i, held_anywhere;
-    ngx_http_kvroute_held_t  held;
-
-    *share = 0;
-
-    for (i = 0; i < n; i++) {
-        cand[i].prefixes = 0;
-    }
-
-    if (kcf->policy.policy == KVR_POLICY_COST
-        || kcf->policy.policy == KVR_POLICY_TTFT)
-    {
-        ngx_http_kvroute_prefixes_cost(kcf, index, slots, pred, overlap, n,
-                                       cand);
-        return;
-    }
-
-    if (kcf->policy.policy != KVR_POLICY_KVROUTE) {
-        return;
-    }
-
-    held_anywhere = 0;
-    most = 0;
-    least = (uint32_t) -1;
-
-    for (i = 0; i < n; i++) {
-        if (overlap[i]) {
-            held_anywhere = 1;
-        }
-
-        most = ngx_max(most, cand[i].inflight);
-        least = ngx_min(least, cand[i].inflight);
-    }
-
-    if (held_anywhere
-        && (kcf->policy.spread == 0 || most < least + kcf->policy.spread))
-    {
-        return;
-    }
-
-    /* the prefix's share of the fleet's recent routes: cheap, no lookups */
-
-    routes = 0;
-    all = 0;
-
-    for (i = 0; i < n; i++) {
-        if (slots[i] >= 0 && slots[i] < NGX_HTTP_KVROUTE_MAX_PEERS) {
-            routes += kvr_homes_routes(&kcf->zone->sh->homes[slots[i]],
-                                       first_block, &total);
-            all += total;
-        }
-    }
-
-    *share = all ? (uint32_t) (routes * 1024 / all) : 0;
-
-    /* a held prefix that is not hot is never spread: nothing to count */
-
-    if (held_anywhere && (uint64_t) *share * n <= 1024) {
-        return;
-    }
-
-    held.index = index;
-
-    for (i = 0; i < n; i++) {
-        if (slots[i] < 0 || slots[i] >= NGX_HTTP_KVROUTE_MAX_PEERS) {
-            continue;
-        }
-
-        held.slot = slots[i];
-        held.pred = (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) ? pred[i] : -1;
-
-        cand[i].prefixes = kvr_homes_live(&kcf->zone->sh->homes[slots[i]],
-                                          first_block, ngx_http_kvroute_held,
-                                          &held);
-    }
-}
-
-
-/*
- * policy=cost and ttft: how many prefixes live on each server that lacks this
- * prompt's prefix, where a miss may evict.  Counting takes up to 32 index
- * probes a server, so a count is reused for NGX_HTTP_KVROUTE_LIVE_MSEC:
- * a cache's set of prefixes changes over many requests, not one.
- */
-
-static void
-ngx_http_kvroute_prefixes_cost(ngx_http_kvroute_srv_conf_t *kcf,
-    kvr_index_t *index, int *slots, int *pred, uint32_t *overlap,
-    ngx_uint_t n, kvr_candidate_t *cand)
-{
-    uint32_t                 most;
-    ngx_uint_t               i;
-    ngx_http_kvroute_held_t  held;
-
-    most = 0;
-
-    for (i = 0; i < n; i++) {
-        most = ngx_max(most, overlap[i]);
-    }
-
-    held.index = index;
-
-    for (i = 0; i < n; i++) {
-        if (slots[i] < 0 || slots[i] >= NGX_HTTP_KVROUTE_MAX_PEERS
-            || (most && overlap[i] == most))
-        {
-            continue;
-        }
-
-        held.slot = slots[i];
-        held.pred = (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) ? pred[i] : -1;
-
-        cand[i].prefixes = kvr_homes_live_recent(
-                               &kcf->zone->sh->homes[slots[i]],
-                               ngx_current_msec, NGX_HTTP_KVROUTE_LIVE_MSEC,
-                               ngx_http_kvroute_held, &held);
-    }
-}
-
-
-static int
-ngx_http_kvroute_held(void *data, uint64_t first_block)
-{
-    ngx_http_kvroute_held_t  *held = data;
-
-    if (kvr_index_match(held->index, held->slot, &first_block, 1)) {
-        return 1;
-    }
-
-    return held->pred >= 0
-           && kvr_index_match(held->index, held->pred, &first_block, 1);
-}
-
 
 static ngx_int_t
 ngx_http_kvroute_fallback(ngx_peer_connection_t *pc,
@@ -603,7 +531,8 @@ ngx_http_kvroute_fallback(ngx_peer_connection_t *pc,
 
     kp->ctx->overlap = 0;
 
-    ngx_http_kvroute_charge(kp, kp->rrp.current, 0);
+    ngx_http_kvroute_charge(kp, ngx_http_kvroute_slot_of(kp, kp->rrp.current),
+                            0);
 
     ngx_http_kvroute_decided(pc, kp, reason);
 
@@ -611,32 +540,40 @@ ngx_http_kvroute_fallback(ngx_peer_connection_t *pc,
 }
 
 
-static void
-ngx_http_kvroute_charge(ngx_http_kvroute_peer_data_t *kp,
-    ngx_http_upstream_rr_peer_t *chosen, ngx_uint_t overlap)
+/* the index slot of a peer: primaries first, then backups */
+
+static ngx_int_t
+ngx_http_kvroute_slot_of(ngx_http_kvroute_peer_data_t *kp,
+    ngx_http_upstream_rr_peer_t *chosen)
 {
-    uint64_t                       cached;
-    ngx_int_t                      slot;
     ngx_uint_t                     i;
-    ngx_http_kvroute_row_t        *row;
+    ngx_http_kvroute_runtime_t    *rt;
     ngx_http_upstream_rr_peer_t   *peer;
     ngx_http_upstream_rr_peers_t  *list;
 
-    /* the chosen peer's position: primaries first, then backups */
-
+    rt = kp->conf->runtime;
     i = 0;
-    slot = -1;
 
     for (list = kp->primaries; list; list = list->next) {
         for (peer = list->peer; peer; peer = peer->next, i++) {
             if (peer == chosen) {
-                slot = (i < kp->conf->nslots) ? kp->conf->slots[i] : -1;
-                goto located;
+                return (i < rt->nslots) ? rt->slots[i] : -1;
             }
         }
     }
 
-located:
+    return -1;
+}
+
+
+/* the try's load, on this process's row until free returns it */
+
+static void
+ngx_http_kvroute_charge(ngx_http_kvroute_peer_data_t *kp, ngx_int_t slot,
+    ngx_uint_t overlap)
+{
+    uint64_t                 cached;
+    ngx_http_kvroute_row_t  *row;
 
     if (slot < 0 || kp->conf->zone->row < 0) {
         return;

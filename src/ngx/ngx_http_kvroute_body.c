@@ -27,9 +27,6 @@ static ngx_int_t ngx_http_kvroute_body_bytes(ngx_http_request_t *r,
     size_t max, u_char **data, size_t *len);
 static void ngx_http_kvroute_keys_conf(ngx_http_kvroute_srv_conf_t *kcf,
     kvr_keys_conf_t *conf);
-static ngx_int_t ngx_http_kvroute_add_scratch(
-    ngx_http_kvroute_srv_conf_t *kcf);
-static void ngx_http_kvroute_free_scratch(void *data);
 static void *ngx_http_kvroute_alloc(void *pool, size_t size);
 
 
@@ -192,20 +189,13 @@ ngx_http_kvroute_analyze(ngx_http_request_t *r,
         return;
     }
 
-    if (kcf->keys_scratch == NULL
-        && ngx_http_kvroute_add_scratch(kcf) != NGX_OK)
-    {
-        ctx->reason = NGX_HTTP_KVROUTE_R_NO_MEMORY;
-        return;
-    }
-
     ngx_http_kvroute_keys_conf(kcf, &conf);
 
     keys.alloc = ngx_http_kvroute_alloc;
     keys.alloc_data = r->pool;
 
-    switch (kvr_keys_make(&keys, &conf, kcf->keys_scratch, endpoint,
-                          (char *) body, len))
+    switch (kvr_keys_make(&keys, &conf, &kcf->runtime->keys_scratch,
+                          endpoint, (char *) body, len))
     {
     case KVR_KEYS_OK:
         ctx->hashes = keys.hashes;
@@ -254,42 +244,6 @@ ngx_http_kvroute_keys_conf(ngx_http_kvroute_srv_conf_t *kcf,
     conf->chat = kcf->chat;
     conf->models = (const char *) kcf->models.data;
     conf->models_len = kcf->models.len;
-}
-
-
-/* per process scratch of the keys, freed with the cycle */
-
-static ngx_int_t
-ngx_http_kvroute_add_scratch(ngx_http_kvroute_srv_conf_t *kcf)
-{
-    ngx_pool_cleanup_t  *cln;
-
-    cln = ngx_pool_cleanup_add(ngx_cycle->pool, 0);
-    if (cln == NULL) {
-        return NGX_ERROR;
-    }
-
-    kcf->keys_scratch = ngx_calloc(sizeof(kvr_keys_scratch_t),
-                                   ngx_cycle->log);
-    if (kcf->keys_scratch == NULL) {
-        return NGX_ERROR;
-    }
-
-    cln->handler = ngx_http_kvroute_free_scratch;
-    cln->data = kcf;
-
-    return NGX_OK;
-}
-
-
-static void
-ngx_http_kvroute_free_scratch(void *data)
-{
-    ngx_http_kvroute_srv_conf_t  *kcf = data;
-
-    kvr_keys_scratch_free(kcf->keys_scratch);
-    ngx_free(kcf->keys_scratch);
-    kcf->keys_scratch = NULL;
 }
 
 

@@ -14,16 +14,13 @@
  * held from events for its servers, since those entries could never be
  * removed, and rebuilds from the events that follow.
  *
- * A server's index is complete only when it was built from an unbroken
- * run of batches that starts at the publisher's sequence 0 or at an
- * AllBlocksCleared; otherwise (helper start, a gap or restart seen late,
- * a replay that no longer reaches back to 0) it is "stale": its
- * predictions then stand in for what was missed, as in approximate mode.
- * Every (re)connection to a publisher asks its replay socket, when there
- * is one, for what it still holds.  A sequence gap keeps the index and
- * asks for the batches after the last one applied, in as many rounds
- * (pages) as the engine's ROUTER high-water mark needs; a gap no replay
- * can fill is accepted (the index dropped, stale) and not asked again.
+ * When a server's index is complete or stale, and what to do with each
+ * message, replay reply and replay timeout, is decided by its feed
+ * (src/events/kvr_feed.c); this file does it: sockets, the lock, counters
+ * and logs.  While a server's index is stale its predictions stand in for
+ * what was missed, as in approximate mode.  Every (re)connection to a
+ * publisher asks its replay socket, when there is one, for what it still
+ * holds.
  */
 
 
@@ -35,6 +32,7 @@
 #include "ngx_http_kvroute.h"
 #include "kvr_events.h"
 #include "kvr_kvstate.h"
+#include "kvr_feed.h"
 
 
 #define NGX_HTTP_KVROUTE_EVENTS_IDLE     10     /* ms between idle ticks */
@@ -49,9 +47,6 @@
 #define NGX_HTTP_KVROUTE_EVENTS_MAX_MSG  (16 * 1024 * 1024)
 
 
-#define NGX_HTTP_KVROUTE_REPLAY_WAIT    3000   /* ms for a replay to end */
-#define NGX_HTTP_KVROUTE_REPLAY_PAUSE   10000  /* ms without gap replays */
-
 /* replies queued on the DEALER: 10 x vLLM's default buffer_steps */
 #define NGX_HTTP_KVROUTE_REPLAY_HWM     100000
 
@@ -65,16 +60,9 @@ typedef struct {
     ngx_int_t                       slot;
     ngx_int_t                       pred_slot;  /* -1: no predictions */
     kvr_kvstate_t                   state;
+    kvr_feed_t                      feed;
     time_t                          logged;     /* last warning */
-    ngx_msec_t                      replay_until;
-    ngx_msec_t                      replay_pause; /* no gap replay before */
-    ngx_uint_t                      replay_progress; /* batches applied */
-    uint64_t                        skip_until; /* live seqs replay had */
     ngx_atomic_uint_t               wipes;      /* the zone's, last seen */
-    unsigned                        replaying:1;
-    unsigned                        skipping:1;
-    unsigned                        stale:1;
-    unsigned                        fresh:1;    /* nothing since a reset */
     char                            endpoint[NGX_SOCKADDR_STRLEN + 32];
     char                            replay_endpoint[NGX_SOCKADDR_STRLEN + 32];
 } ngx_http_kvroute_sub_t;
@@ -96,11 +84,19 @@ static ngx_int_t ngx_http_kvroute_events_start(
 static ngx_int_t ngx_http_kvroute_events_subscribe(
     ngx_http_kvroute_events_t *ev, ngx_http_kvroute_srv_conf_t *kcf,
     ngx_http_upstream_rr_peer_t *peer, ngx_uint_t peer_index, ngx_uint_t rank);
+static ngx_int_t ngx_http_kvroute_events_where(
+    ngx_http_kvroute_srv_conf_t *kcf, ngx_http_upstream_rr_peer_t *peer,
+    ngx_uint_t rank, ngx_http_kvroute_sub_t *sub);
+static ngx_int_t ngx_http_kvroute_events_connect(
+    ngx_http_kvroute_events_t *ev, ngx_http_kvroute_srv_conf_t *kcf,
+    ngx_http_kvroute_sub_t *sub, ngx_int_t *monitored);
+static void ngx_http_kvroute_events_close(ngx_http_kvroute_sub_t *sub);
 static ngx_int_t ngx_http_kvroute_events_monitor(
     ngx_http_kvroute_events_t *ev, ngx_http_kvroute_sub_t *sub);
 static void ngx_http_kvroute_events_connects(ngx_http_kvroute_sub_t *sub);
-static void ngx_http_kvroute_events_stale(ngx_http_kvroute_sub_t *sub,
-    ngx_uint_t stale);
+static void ngx_http_kvroute_events_reset(ngx_http_kvroute_sub_t *sub);
+static void ngx_http_kvroute_events_publish(ngx_http_kvroute_sub_t *sub,
+    int changes);
 static ngx_uint_t ngx_http_kvroute_events_drain(
     ngx_http_kvroute_events_t *ev, ngx_http_kvroute_sub_t *sub);
 static void ngx_http_kvroute_events_message(ngx_http_kvroute_events_t *ev,
@@ -113,6 +109,9 @@ static void ngx_http_kvroute_events_replay(ngx_http_kvroute_sub_t *sub,
     uint64_t from, ngx_uint_t keep);
 static ngx_uint_t ngx_http_kvroute_events_replayed(
     ngx_http_kvroute_events_t *ev, ngx_http_kvroute_sub_t *sub);
+static ngx_uint_t ngx_http_kvroute_events_reply(
+    ngx_http_kvroute_events_t *ev, ngx_http_kvroute_sub_t *sub,
+    kvr_events_frame_t *frames, ngx_uint_t nframes);
 static ngx_uint_t ngx_http_kvroute_events_recv(void *socket, zmq_msg_t *msgs,
     kvr_events_frame_t *frames, ngx_uint_t *n);
 static void ngx_http_kvroute_events_timer(ngx_event_t *ev);
@@ -273,19 +272,14 @@ ngx_http_kvroute_events_start(ngx_http_kvroute_main_conf_t *kmcf)
 
         peers = up[i]->peer.data;
 
-        if (kcf->slots == NULL
-            && ngx_http_kvroute_resolve_slots(kcf, peers) != NGX_OK)
-        {
-            return NGX_ERROR;
-        }
-
         (void) ngx_atomic_fetch_add(&kcf->zone->sh->helper_starts, 1);
 
         j = 0;
 
         for (list = peers; list; list = list->next) {
             for (peer = list->peer; peer; peer = peer->next, j++) {
-                slot = (j < kcf->nslots) ? kcf->slots[j] : -1;
+                slot = (j < kcf->runtime->nslots)
+                       ? kcf->runtime->slots[j] : -1;
 
                 if (slot < 0) {
                     continue;
@@ -307,29 +301,95 @@ ngx_http_kvroute_events_start(ngx_http_kvroute_main_conf_t *kmcf)
 }
 
 
+/* one rank of one server: where its events are, a socket, a fresh state */
+
 static ngx_int_t
 ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
     ngx_http_kvroute_srv_conf_t *kcf, ngx_http_upstream_rr_peer_t *peer,
     ngx_uint_t peer_index, ngx_uint_t rank)
 {
-    int                           linger, hwm, ivl, ivl_max;
-    int64_t                       max_msg;
-    u_char                        host[NGX_SOCKADDR_STRLEN];
-    size_t                        len;
-    ngx_int_t                     slot, monitored;
-    ngx_uint_t                    port;
-    ngx_http_kvroute_override_t  *o;
-    ngx_http_kvroute_sub_t       *sub;
+    ngx_int_t                slot, monitored;
+    ngx_http_kvroute_sub_t  *sub;
 
     sub = &ev->subs[ev->nsubs];
-    slot = kcf->slots[peer_index];
+    slot = kcf->runtime->slots[peer_index];
+
+    if (ngx_http_kvroute_events_where(kcf, peer, rank, sub) != NGX_OK) {
+        return NGX_DECLINED;
+    }
+
+    if (ngx_http_kvroute_events_connect(ev, kcf, sub, &monitored) != NGX_OK
+        || kvr_kvstate_init(&sub->state, slot, kcf->block_size,
+                            NGX_HTTP_KVROUTE_EVENTS_HANDLES)
+           != 0)
+    {
+        ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
+                      "kvroute: cannot subscribe to \"%s\": %s",
+                      sub->endpoint, zmq_strerror(zmq_errno()));
+
+        ngx_http_kvroute_events_close(sub);
+        ev->failed++;
+
+        return NGX_ERROR;
+    }
+
+    sub->conf = kcf;
+    sub->slot = slot;
+    sub->pred_slot = kcf->runtime->pred_slots[peer_index];
+    sub->zmq = ev->zmq;
+
+    /* a server's ranks share its slot: each one resets only its own */
+    sub->state.shared = (kcf->events_ranks > 1);
+
+    kvr_feed_init(&sub->feed, sub->replay_endpoint[0] != '\0');
+
+    /* what the index held from a previous helper can't be removed now */
+
+    ngx_http_kvroute_lock(kcf->zone);
+    kvr_index_clear_slot(kcf->zone->sh->index, slot);
+    ngx_http_kvroute_unlock(kcf->zone);
+
+    ev->nsubs++;
+    sub->wipes = kcf->zone->sh->wipes;
+
+    /* until a replay or the stream proves otherwise, events were missed */
+
+    ngx_http_kvroute_events_reset(sub);
+
+    /* with a replay socket, each connection asks for what was missed */
+
+    if (monitored != NGX_OK && sub->feed.can_replay) {
+        ngx_http_kvroute_events_replay(sub, 0, 0);
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * The endpoints of a server's rank: its kvroute_events line (rank 0), or
+ * events_port and replay_port on its host; NGX_DECLINED: none
+ */
+
+static ngx_int_t
+ngx_http_kvroute_events_where(ngx_http_kvroute_srv_conf_t *kcf,
+    ngx_http_upstream_rr_peer_t *peer, ngx_uint_t rank,
+    ngx_http_kvroute_sub_t *sub)
+{
+    u_char                        host[NGX_SOCKADDR_STRLEN];
+    size_t                        len;
+    ngx_uint_t                    port;
+    ngx_http_kvroute_override_t  *o;
+
+    /* the entry may hold a failed subscription's */
+    sub->replay_endpoint[0] = '\0';
 
     len = ngx_sock_ntop(peer->sockaddr, peer->socklen, host,
                         NGX_SOCKADDR_STRLEN, 0);
 
-    port = kcf->events_port + rank;
+    port = kcf->events_port.number + rank;
 
-    if (kcf->events_offset) {
+    if (kcf->events_port.relative) {
         port += ngx_inet_get_port(peer->sockaddr);
     }
 
@@ -342,7 +402,7 @@ ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
 
     o = ngx_http_kvroute_events_override(kcf, peer);
 
-    if (o == NULL && kcf->events_port == 0) {
+    if (o == NULL && kcf->events_port.number == 0) {
         ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
                       "kvroute: no KV events for server %V: no "
                       "\"kvroute_events\" line names it", &peer->name);
@@ -363,10 +423,13 @@ ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
                                              &o->replay, peer, host, len);
         }
 
-    } else if (kcf->replay_port) {
-        port = kcf->replay_port + rank;
+        return NGX_OK;
+    }
 
-        if (kcf->replay_offset) {
+    if (kcf->replay_port.number) {
+        port = kcf->replay_port.number + rank;
+
+        if (kcf->replay_port.relative) {
             port += ngx_inet_get_port(peer->sockaddr);
         }
 
@@ -377,12 +440,30 @@ ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
                      len, host, port);
     }
 
+    return NGX_OK;
+}
+
+
+/*
+ * The SUB socket, watched (*monitored) before it connects so that no
+ * connection goes unseen; reconnects with backoff are libzmq's, and
+ * nothing here ever blocks
+ */
+
+static ngx_int_t
+ngx_http_kvroute_events_connect(ngx_http_kvroute_events_t *ev,
+    ngx_http_kvroute_srv_conf_t *kcf, ngx_http_kvroute_sub_t *sub,
+    ngx_int_t *monitored)
+{
+    int      linger, hwm, ivl, ivl_max;
+    int64_t  max_msg;
+
+    *monitored = NGX_ERROR;
+
     sub->socket = zmq_socket(ev->zmq, ZMQ_SUB);
     if (sub->socket == NULL) {
-        goto failed;
+        return NGX_ERROR;
     }
-
-    /* reconnects with backoff are libzmq's; nothing here ever blocks */
 
     linger = 0;
     max_msg = NGX_HTTP_KVROUTE_EVENTS_MAX_MSG;
@@ -401,68 +482,28 @@ ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
         || zmq_setsockopt(sub->socket, ZMQ_SUBSCRIBE, kcf->events_topic.data,
                           kcf->events_topic.len) != 0)
     {
-        goto failed;
+        return NGX_ERROR;
     }
 
-    /* watched before it connects: no connection goes unseen */
+    *monitored = ngx_http_kvroute_events_monitor(ev, sub);
 
-    monitored = ngx_http_kvroute_events_monitor(ev, sub);
-
-    if (monitored != NGX_OK) {
+    if (*monitored != NGX_OK) {
         ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
                       "kvroute: cannot watch the connection to \"%s\": %s",
                       sub->endpoint, zmq_strerror(zmq_errno()));
     }
 
     if (zmq_connect(sub->socket, sub->endpoint) != 0) {
-        goto failed;
-    }
-
-    if (kvr_kvstate_init(&sub->state, slot, kcf->block_size,
-                         NGX_HTTP_KVROUTE_EVENTS_HANDLES)
-        != 0)
-    {
-        goto failed;
-    }
-
-    sub->conf = kcf;
-    sub->slot = slot;
-    sub->pred_slot = kcf->pred_slots[peer_index];
-    sub->zmq = ev->zmq;
-
-    /* a server's ranks share its slot: each one resets only its own */
-    sub->state.shared = (kcf->events_ranks > 1);
-
-    /* what the index held from a previous helper can't be removed now */
-
-    ngx_http_kvroute_lock(kcf->zone);
-    kvr_index_clear_slot(kcf->zone->sh->index, slot);
-    kvr_kvstate_reset(&sub->state, kcf->zone->sh->index);
-    ngx_http_kvroute_unlock(kcf->zone);
-
-    ev->nsubs++;
-
-    /* until a replay or the stream proves otherwise, events were missed */
-
-    sub->stale = 0;
-    sub->fresh = 1;
-    sub->wipes = kcf->zone->sh->wipes;
-    ngx_http_kvroute_events_stale(sub, 1);
-
-    /* with a replay socket, each connection asks for what was missed */
-
-    if (monitored != NGX_OK && sub->replay_endpoint[0]) {
-        ngx_http_kvroute_events_replay(sub, 0, 0);
+        return NGX_ERROR;
     }
 
     return NGX_OK;
+}
 
-failed:
 
-    ngx_log_error(NGX_LOG_ERR, ngx_cycle->log, 0,
-                  "kvroute: cannot subscribe to \"%s\": %s",
-                  sub->endpoint, zmq_strerror(zmq_errno()));
-
+static void
+ngx_http_kvroute_events_close(ngx_http_kvroute_sub_t *sub)
+{
     if (sub->monitor) {
         zmq_close(sub->monitor);
         sub->monitor = NULL;
@@ -472,10 +513,6 @@ failed:
         zmq_close(sub->socket);
         sub->socket = NULL;
     }
-
-    ev->failed++;
-
-    return NGX_ERROR;
 }
 
 
@@ -649,36 +686,52 @@ ngx_http_kvroute_events_connects(ngx_http_kvroute_sub_t *sub)
         }
     }
 
-    if (connected && sub->replay_endpoint[0]) {
+    if (connected && sub->feed.can_replay) {
         ngx_http_kvroute_events_replay(sub, 0, 0);
     }
 }
 
 
+/* the stream's state is forgotten: the index keeps none of it */
+
+static void
+ngx_http_kvroute_events_reset(ngx_http_kvroute_sub_t *sub)
+{
+    ngx_http_kvroute_zone_t  *zone;
+
+    zone = sub->conf->zone;
+
+    ngx_http_kvroute_lock(zone);
+    kvr_kvstate_reset(&sub->state, zone->sh->index);
+    ngx_http_kvroute_unlock(zone);
+
+    ngx_http_kvroute_events_publish(sub, kvr_feed_reset(&sub->feed));
+}
+
+
 /*
- * The server's index became stale or complete: while stale, its
- * predictions keep as much as the approximate model would.
+ * The server's index became stale or complete (kvr_feed's changes): while
+ * stale, its predictions keep as much as the approximate model would.
  */
 
 static void
-ngx_http_kvroute_events_stale(ngx_http_kvroute_sub_t *sub, ngx_uint_t stale)
+ngx_http_kvroute_events_publish(ngx_http_kvroute_sub_t *sub, int changes)
 {
     ngx_http_kvroute_zone_t          *zone;
     ngx_http_kvroute_events_stats_t  *stats;
 
-    if (sub->stale == stale) {
+    if (changes == 0) {
         return;
     }
 
-    sub->stale = stale;
     zone = sub->conf->zone;
     stats = &zone->sh->events[sub->slot];
 
     ngx_http_kvroute_lock(zone);
 
-    stats->stale = stale;
+    stats->stale = sub->feed.stale;
 
-    if (stale) {
+    if (changes & KVR_FEED_BECAME_STALE) {
         stats->stale_total++;
     }
 
@@ -689,10 +742,17 @@ ngx_http_kvroute_events_stale(ngx_http_kvroute_sub_t *sub, ngx_uint_t stale)
 
     ngx_http_kvroute_unlock(zone);
 
-    ngx_log_error(NGX_LOG_INFO, ngx_cycle->log, 0,
-                  "kvroute: the index of \"%s\" is %s", sub->endpoint,
-                  stale ? "stale, predictions stand in"
-                        : "complete again");
+    if (changes & KVR_FEED_BECAME_STALE) {
+        ngx_log_error(NGX_LOG_INFO, ngx_cycle->log, 0,
+                      "kvroute: the index of \"%s\" is stale, predictions "
+                      "stand in", sub->endpoint);
+    }
+
+    if (changes & KVR_FEED_BECAME_COMPLETE) {
+        ngx_log_error(NGX_LOG_INFO, ngx_cycle->log, 0,
+                      "kvroute: the index of \"%s\" is complete again",
+                      sub->endpoint);
+    }
 }
 
 
@@ -713,21 +773,16 @@ ngx_http_kvroute_events_drain(ngx_http_kvroute_events_t *ev,
     if (sub->wipes != sub->conf->zone->sh->wipes) {
         sub->wipes = sub->conf->zone->sh->wipes;
 
-        ngx_http_kvroute_lock(sub->conf->zone);
-        kvr_kvstate_reset(&sub->state, sub->conf->zone->sh->index);
-        ngx_http_kvroute_unlock(sub->conf->zone);
+        ngx_http_kvroute_events_reset(sub);
 
-        sub->fresh = 1;
-        ngx_http_kvroute_events_stale(sub, 1);
-
-        if (sub->replay_endpoint[0]) {
+        if (sub->feed.can_replay) {
             ngx_http_kvroute_events_replay(sub, 0, 0);
         }
     }
 
     /* during a replay the live stream waits in its socket */
 
-    if (sub->replaying) {
+    if (sub->feed.replaying) {
         return ngx_http_kvroute_events_replayed(ev, sub);
     }
 
@@ -746,7 +801,7 @@ ngx_http_kvroute_events_drain(ngx_http_kvroute_events_t *ev,
             zmq_msg_close(&msgs[--n]);
         }
 
-        if (sub->replaying) {
+        if (sub->feed.replaying) {
             return 1;
         }
     }
@@ -869,12 +924,7 @@ ngx_http_kvroute_events_replay(ngx_http_kvroute_sub_t *sub, uint64_t from,
     }
 
     if (!keep) {
-        ngx_http_kvroute_lock(zone);
-        kvr_kvstate_reset(&sub->state, zone->sh->index);
-        ngx_http_kvroute_unlock(zone);
-
-        sub->fresh = 1;
-        ngx_http_kvroute_events_stale(sub, 1);
+        ngx_http_kvroute_events_reset(sub);
     }
 
     for (i = 0; i < 8; i++) {
@@ -893,9 +943,7 @@ ngx_http_kvroute_events_replay(ngx_http_kvroute_sub_t *sub, uint64_t from,
     }
 
     zone->sh->events[sub->slot].replays++;
-    sub->replaying = 1;
-    sub->replay_progress = 0;
-    sub->replay_until = ngx_current_msec + NGX_HTTP_KVROUTE_REPLAY_WAIT;
+    kvr_feed_asked(&sub->feed, ngx_current_msec);
 }
 
 
@@ -905,15 +953,10 @@ static ngx_uint_t
 ngx_http_kvroute_events_replayed(ngx_http_kvroute_events_t *ev,
     ngx_http_kvroute_sub_t *sub)
 {
-    ngx_uint_t                        k, n, nframes, again;
+    ngx_uint_t                        k, n, nframes, next;
     zmq_msg_t                         msgs[NGX_HTTP_KVROUTE_EVENTS_FRAMES];
-    kvr_replay_e                      action;
-    kvr_events_replay_t               reply;
     kvr_events_frame_t                frames[NGX_HTTP_KVROUTE_EVENTS_FRAMES];
     ngx_http_kvroute_events_stats_t  *stats;
-
-    stats = &sub->conf->zone->sh->events[sub->slot];
-    again = 0;
 
     for (k = 0; k < NGX_HTTP_KVROUTE_EVENTS_BUDGET; k++) {
 
@@ -923,79 +966,90 @@ ngx_http_kvroute_events_replayed(ngx_http_kvroute_events_t *ev,
             break;
         }
 
-        if (kvr_events_replay_frame(frames, n, &reply) != KVR_EVENTS_OK) {
-            stats->dropped++;
-
-        } else if (reply.end) {
-            sub->replaying = 0;
-
-            /* live messages the replay already had are skipped */
-            sub->skipping = sub->state.have_seq;
-            sub->skip_until = sub->state.last_seq;
-
-        } else {
-            action = kvr_kvstate_replayed(&sub->state, reply.msg.seq,
-                                          sub->replay_progress);
-
-            if (action == KVR_REPLAY_LOST) {
-                stats->lost++;
-                ngx_log_error(NGX_LOG_INFO, ngx_cycle->log, 0,
-                              "kvroute: \"%s\" replays from %uL, not %uL: "
-                              "what is between is lost",
-                              sub->replay_endpoint, reply.msg.seq,
-                              sub->state.last_seq + 1);
-            }
-
-            if (action == KVR_REPLAY_AGAIN) {
-                again = 1;
-
-            } else if (action != KVR_REPLAY_SKIP) {
-                stats->replayed++;
-
-                if (ngx_http_kvroute_events_batch(ev, sub, reply.msg.seq,
-                                                  reply.msg.payload,
-                                                  reply.msg.payload_len)
-                    == KVR_EVENTS_OK)
-                {
-                    sub->replay_progress++;
-                }
-            }
-        }
+        next = ngx_http_kvroute_events_reply(ev, sub, frames, n);
 
         while (n) {
             zmq_msg_close(&msgs[--n]);
         }
 
-        if (again) {
-            /* the engine's ROUTER dropped replies: the next page */
+        if (next) {
             ngx_http_kvroute_events_replay(sub, sub->state.last_seq + 1, 1);
             return 1;
         }
 
-        if (!sub->replaying) {
+        if (!sub->feed.replaying) {
             return 1;
         }
     }
 
-    if ((ngx_msec_int_t) (ngx_current_msec - sub->replay_until) > 0) {
+    switch (kvr_feed_timeout(&sub->feed, &sub->state, ngx_current_msec)) {
 
-        if (sub->replay_progress && sub->state.have_seq) {
-            /* the end marker was dropped with the rest: ask on */
-            ngx_http_kvroute_events_replay(sub, sub->state.last_seq + 1, 1);
-            return 1;
-        }
+    case KVR_FEED_ASK_GAP:
+        ngx_http_kvroute_events_replay(sub, sub->state.last_seq + 1, 1);
+        break;
 
+    case KVR_FEED_GIVE_UP:
         ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
                       "kvroute: replay from \"%s\" did not end in time, "
                       "following the live stream", sub->replay_endpoint);
+
+        stats = &sub->conf->zone->sh->events[sub->slot];
         stats->lost++;
-        sub->replaying = 0;
-        sub->skipping = 0;
-        sub->replay_pause = ngx_current_msec
-                            + NGX_HTTP_KVROUTE_REPLAY_PAUSE;
+        break;
+
+    default:
+        break;
     }
 
     return 1;
+}
+
+
+/* one reply of a replay; returns 1 when the next page is to be asked */
+
+static ngx_uint_t
+ngx_http_kvroute_events_reply(ngx_http_kvroute_events_t *ev,
+    ngx_http_kvroute_sub_t *sub, kvr_events_frame_t *frames,
+    ngx_uint_t nframes)
+{
+    kvr_events_replay_t               reply;
+    ngx_http_kvroute_events_stats_t  *stats;
+
+    stats = &sub->conf->zone->sh->events[sub->slot];
+
+    if (kvr_events_replay_frame(frames, nframes, &reply) != KVR_EVENTS_OK) {
+        stats->dropped++;
+        return 0;
+    }
+
+    switch (kvr_feed_reply(&sub->feed, &sub->state, reply.end,
+                           reply.msg.seq))
+    {
+    case KVR_FEED_ASK_GAP:
+        return 1;
+
+    case KVR_FEED_SKIP:
+    case KVR_FEED_DONE:
+        return 0;
+
+    case KVR_FEED_LOST:
+        stats->lost++;
+        ngx_log_error(NGX_LOG_INFO, ngx_cycle->log, 0,
+                      "kvroute: \"%s\" replays from %uL, not %uL: "
+                      "what is between is lost",
+                      sub->replay_endpoint, reply.msg.seq,
+                      sub->state.last_seq + 1);
+
+        /* fall through */
+
+    default:
+        stats->replayed++;
+
+        (void) ngx_http_kvroute_events_batch(ev, sub, reply.msg.seq,
+                                             reply.msg.payload,
+                                             reply.msg.payload_len);
+        return 0;
+    }
 }
 
 
@@ -1022,48 +1076,27 @@ ngx_http_kvroute_events_message(ngx_http_kvroute_events_t *ev,
         return;
     }
 
-    if (sub->skipping) {
-        if (msg.seq <= sub->skip_until) {
-            return;
-        }
+    switch (kvr_feed_live(&sub->feed, &sub->state, msg.seq,
+                          ngx_current_msec))
+    {
+    case KVR_FEED_SKIP:
+        return;
 
-        sub->skipping = 0;
+    case KVR_FEED_ASK_GAP:
+        /* the index stays; this batch comes with the replay */
+        stats->gaps++;
+        ngx_http_kvroute_events_replay(sub, sub->state.last_seq + 1, 1);
+        return;
+
+    case KVR_FEED_ASK_ALL:
+        stats->gaps++;
+        ngx_http_kvroute_events_replay(sub, 0, 0);
+        return;
+
+    default:
+        (void) ngx_http_kvroute_events_batch(ev, sub, msg.seq, msg.payload,
+                                             msg.payload_len);
     }
-
-    /*
-     * with a replay socket: a gap keeps the index and asks for what was
-     * missed (this batch comes with it); a restart asks from 0
-     */
-
-    if (sub->replay_endpoint[0]) {
-
-        switch (kvr_kvstate_seq(&sub->state, msg.seq)) {
-
-        case KVR_SEQ_GAP:
-            if ((ngx_msec_int_t) (ngx_current_msec - sub->replay_pause) < 0) {
-                break;
-            }
-
-            stats->gaps++;
-            ngx_http_kvroute_events_replay(sub, sub->state.last_seq + 1, 1);
-            return;
-
-        case KVR_SEQ_OLD:
-            if (msg.seq == 0) {
-                break;
-            }
-
-            stats->gaps++;
-            ngx_http_kvroute_events_replay(sub, 0, 0);
-            return;
-
-        default:
-            break;
-        }
-    }
-
-    (void) ngx_http_kvroute_events_batch(ev, sub, msg.seq, msg.payload,
-                                         msg.payload_len);
 }
 
 
@@ -1097,19 +1130,9 @@ ngx_http_kvroute_events_batch(ngx_http_kvroute_events_t *ev,
         return rc;
     }
 
-    /*
-     * after a reset the index is complete only if the stream starts at
-     * its beginning; an AllBlocksCleared makes it complete at any point
-     */
-
-    if (restarted || sub->fresh) {
-        sub->fresh = 0;
-        ngx_http_kvroute_events_stale(sub, seq != 0);
-    }
-
-    if (sub->state.stats.cleared != cleared) {
-        ngx_http_kvroute_events_stale(sub, 0);
-    }
+    ngx_http_kvroute_events_publish(sub,
+        kvr_feed_applied(&sub->feed, seq, restarted,
+                         sub->state.stats.cleared != cleared));
 
     stats->batches = sub->state.stats.batches;
     stats->stored = sub->state.stats.stored;

@@ -62,6 +62,14 @@ static size_t ngx_http_kvroute_status_lines_size(ngx_str_t *metrics,
     size_t labels);
 static u_char *ngx_http_kvroute_status_upstream(u_char *p, u_char *last,
     ngx_http_upstream_srv_conf_t *uscf);
+static u_char *ngx_http_kvroute_status_peer(u_char *p, u_char *last,
+    ngx_http_kvroute_srv_conf_t *kcf, ngx_str_t *server, ngx_int_t slot,
+    ngx_uint_t backup);
+static u_char *ngx_http_kvroute_status_events(u_char *p, u_char *last,
+    ngx_http_kvroute_srv_conf_t *kcf, ngx_str_t *server, ngx_int_t slot,
+    ngx_uint_t backup);
+static u_char *ngx_http_kvroute_status_zone(u_char *p, u_char *last,
+    ngx_http_kvroute_srv_conf_t *kcf);
 static u_char *ngx_http_kvroute_status_lines(u_char *p, u_char *last,
     ngx_str_t *metrics, uint64_t *values, ngx_str_t *upstream,
     ngx_str_t *server, ngx_uint_t backup);
@@ -132,9 +140,6 @@ ngx_http_kvroute_status_handler(ngx_http_request_t *r)
 
     for (i = 0; i < kmcf->upstreams.nelts; i++) {
         b->last = ngx_http_kvroute_status_upstream(b->last, b->end, up[i]);
-        if (b->last == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
     }
 
     b->last_buf = (r == r->main) ? 1 : 0;
@@ -236,101 +241,130 @@ ngx_http_kvroute_status_lines_size(ngx_str_t *metrics, size_t labels)
 }
 
 
+/* every server's lines, then the zone's */
+
 static u_char *
 ngx_http_kvroute_status_upstream(u_char *p, u_char *last,
     ngx_http_upstream_srv_conf_t *uscf)
 {
-    uint64_t                          requests, tokens, prefill;
-    uint64_t                          values[NGX_HTTP_KVROUTE_EVENTS_METRICS];
-    ngx_int_t                         slot;
-    ngx_str_t                        *zname;
-    ngx_uint_t                        i, j, backup;
-    kvr_index_stats_t                 stats;
-    kvr_index_slot_info_t             info;
-    ngx_http_kvroute_zone_t          *zone;
-    ngx_http_upstream_rr_peer_t      *peer;
-    ngx_http_upstream_rr_peers_t     *peers, *list;
-    ngx_http_kvroute_srv_conf_t      *kcf;
-    ngx_http_kvroute_events_stats_t  *ev;
+    ngx_int_t                      slot;
+    ngx_uint_t                     i;
+    ngx_http_kvroute_runtime_t    *rt;
+    ngx_http_kvroute_srv_conf_t   *kcf;
+    ngx_http_upstream_rr_peer_t   *peer;
+    ngx_http_upstream_rr_peers_t  *peers, *list;
 
     kcf = ngx_http_conf_upstream_srv_conf(uscf, ngx_http_kvroute_module);
-    zone = kcf->zone;
-    zname = &zone->shm_zone->shm.name;
+    rt = kcf->runtime;
     peers = uscf->peer.data;
-
-    if (kcf->slots == NULL
-        && ngx_http_kvroute_resolve_slots(kcf, peers) != NGX_OK)
-    {
-        return NULL;
-    }
 
     i = 0;
 
     for (list = peers; list; list = list->next) {
-        backup = (list != peers);
-
         for (peer = list->peer; peer; peer = peer->next, i++) {
-            slot = (i < kcf->nslots) ? kcf->slots[i] : -1;
+            slot = (i < rt->nslots) ? rt->slots[i] : -1;
 
-            ngx_memzero(&info, sizeof(kvr_index_slot_info_t));
+            p = ngx_http_kvroute_status_peer(p, last, kcf, &peer->name, slot,
+                                             list != peers);
 
-            if (slot >= 0) {
-                ngx_http_kvroute_lock(zone);
-                kvr_index_slot_info(zone->sh->index, slot, &info);
-                ngx_http_kvroute_unlock(zone);
+            if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV && slot >= 0) {
+                p = ngx_http_kvroute_status_events(p, last, kcf, &peer->name,
+                                                   slot, list != peers);
             }
-
-            ngx_http_kvroute_load(zone, slot, &requests, &tokens, &prefill);
-
-            /* in the order of ngx_http_kvroute_peer_metrics[] */
-
-            values[0] = requests;
-            values[1] = tokens;
-            values[2] = prefill;
-            values[3] = info.blocks;
-            values[4] = info.capacity;
-            values[5] = info.evictions;
-
-            p = ngx_http_kvroute_status_lines(p, last,
-                                              ngx_http_kvroute_peer_metrics,
-                                              values, &uscf->host,
-                                              &peer->name, backup);
-
-            if (kcf->mode != NGX_HTTP_KVROUTE_MODE_KV || slot < 0) {
-                continue;
-            }
-
-            /* in the order of ngx_http_kvroute_events_metrics[] */
-
-            ev = &zone->sh->events[slot];
-
-            values[0] = ev->messages;
-            values[1] = ev->batches;
-            values[2] = ev->dropped;
-            values[3] = ev->stored;
-            values[4] = ev->removed;
-            values[5] = ev->cleared;
-            values[6] = ev->gaps;
-            values[7] = ev->replays;
-            values[8] = ev->replayed;
-            values[9] = ev->stale;
-            values[10] = ev->stale_total;
-            values[11] = ev->connects;
-            values[12] = ev->orphans;
-            values[13] = ev->offloaded;
-            values[14] = ev->other_group;
-            values[15] = ev->reannounced;
-            values[16] = ev->lost;
-            values[17] = ev->bad_block_size;
-            values[18] = ev->last_msec
-                         ? (ngx_current_msec - ev->last_msec) / 1000 : 0;
-
-            p = ngx_http_kvroute_status_lines(p, last,
-                                              ngx_http_kvroute_events_metrics,
-                                              values, &uscf->host,
-                                              &peer->name, backup);
         }
     }
+
+    return ngx_http_kvroute_status_zone(p, last, kcf);
+}
+
+
+/* a server's load and cache, in the order of ..._peer_metrics[] */
+
+static u_char *
+ngx_http_kvroute_status_peer(u_char *p, u_char *last,
+    ngx_http_kvroute_srv_conf_t *kcf, ngx_str_t *server, ngx_int_t slot,
+    ngx_uint_t backup)
+{
+    uint64_t                  values[NGX_HTTP_KVROUTE_EVENTS_METRICS];
+    kvr_index_slot_info_t     info;
+    ngx_http_kvroute_zone_t  *zone;
+
+    zone = kcf->zone;
+
+    ngx_memzero(&info, sizeof(kvr_index_slot_info_t));
+
+    if (slot >= 0) {
+        ngx_http_kvroute_lock(zone);
+        kvr_index_slot_info(zone->sh->index, slot, &info);
+        ngx_http_kvroute_unlock(zone);
+    }
+
+    ngx_http_kvroute_load(zone, slot, &values[0], &values[1], &values[2]);
+
+    values[3] = info.blocks;
+    values[4] = info.capacity;
+    values[5] = info.evictions;
+
+    return ngx_http_kvroute_status_lines(p, last,
+                                         ngx_http_kvroute_peer_metrics,
+                                         values, &kcf->upstream->host,
+                                         server, backup);
+}
+
+
+/* mode=kv: a server's event stream, in the order of ..._events_metrics[] */
+
+static u_char *
+ngx_http_kvroute_status_events(u_char *p, u_char *last,
+    ngx_http_kvroute_srv_conf_t *kcf, ngx_str_t *server, ngx_int_t slot,
+    ngx_uint_t backup)
+{
+    uint64_t                          values[NGX_HTTP_KVROUTE_EVENTS_METRICS];
+    ngx_http_kvroute_events_stats_t  *ev;
+
+    ev = &kcf->zone->sh->events[slot];
+
+    values[0] = ev->messages;
+    values[1] = ev->batches;
+    values[2] = ev->dropped;
+    values[3] = ev->stored;
+    values[4] = ev->removed;
+    values[5] = ev->cleared;
+    values[6] = ev->gaps;
+    values[7] = ev->replays;
+    values[8] = ev->replayed;
+    values[9] = ev->stale;
+    values[10] = ev->stale_total;
+    values[11] = ev->connects;
+    values[12] = ev->orphans;
+    values[13] = ev->offloaded;
+    values[14] = ev->other_group;
+    values[15] = ev->reannounced;
+    values[16] = ev->lost;
+    values[17] = ev->bad_block_size;
+    values[18] = ev->last_msec ? (ngx_current_msec - ev->last_msec) / 1000
+                               : 0;
+
+    return ngx_http_kvroute_status_lines(p, last,
+                                         ngx_http_kvroute_events_metrics,
+                                         values, &kcf->upstream->host,
+                                         server, backup);
+}
+
+
+/* the zone's decisions and index */
+
+static u_char *
+ngx_http_kvroute_status_zone(u_char *p, u_char *last,
+    ngx_http_kvroute_srv_conf_t *kcf)
+{
+    ngx_str_t                *zname;
+    ngx_uint_t                j;
+    kvr_index_stats_t         stats;
+    ngx_http_kvroute_zone_t  *zone;
+
+    zone = kcf->zone;
+    zname = &zone->shm_zone->shm.name;
 
     if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) {
         p = ngx_slprintf(p, last,

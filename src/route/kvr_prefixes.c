@@ -38,6 +38,7 @@ kvr_prefixes_count(const kvr_policy_conf_t *conf, const kvr_prefixes_t *px,
     switch (conf->policy) {
 
     case KVR_POLICY_COST:
+    case KVR_POLICY_TTFT:
         kvr_prefixes_cost(px, cand, n);
         break;
 
@@ -172,7 +173,9 @@ kvr_prefixes_routed(const kvr_policy_conf_t *conf, kvr_homes_t *homes,
 
     kvr_homes_touch(&homes[slot], first_block);
 
-    if (conf->policy == KVR_POLICY_COST && overlap == 0) {
+    if ((conf->policy == KVR_POLICY_COST || conf->policy == KVR_POLICY_TTFT)
+        && overlap == 0)
+    {
         kvr_homes_placed(&homes[slot]);
     }
 }
