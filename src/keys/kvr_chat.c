@@ -55,6 +55,13 @@ typedef struct {
 } kvr_chat_ctx_t;
 
 
+static int kvr_chat_check(const kvr_json_doc_t *doc, uint32_t root,
+    char *err, size_t errlen);
+static void kvr_chat_set_tokens(const kvr_chat_config_t *cfg,
+    kvr_jinja_render_t *r);
+static void kvr_chat_kwargs(kvr_chat_ctx_t *cx, uint32_t node);
+
+
 static const char  *kvr_chat_token_names[] = {
     "bos_token", "eos_token", "unk_token", "sep_token", "pad_token",
     "cls_token", "mask_token", NULL
@@ -862,37 +869,16 @@ kvr_chat_render(const kvr_chat_config_t *cfg, const kvr_json_doc_t *doc,
     size_t errlen)
 {
     int                  rc;
-    size_t               i, klen;
-    uint32_t             node, k;
-    char                 name[128];
-    const char          *kname;
-    kvr_jv_t            *v, *key;
+    uint32_t             node;
+    kvr_jv_t            *v;
     kvr_chat_ctx_t       cx;
     kvr_jinja_render_t  *r;
 
     *out_len = 0;
 
-    if (kvr_json_type(doc, root) != KVR_JSON_OBJECT) {
-        snprintf(err, errlen, "request body is not an object");
-        return KVR_CHAT_BAD_REQUEST;
-    }
-
-    node = kvr_json_find(doc, root, "continue_final_message", 22);
-    if (node && kvr_json_type(doc, node) == KVR_JSON_TRUE) {
-        snprintf(err, errlen, "continue_final_message is not supported");
-        return KVR_JINJA_UNSUPPORTED;
-    }
-
-    node = kvr_json_find(doc, root, "chat_template", 13);
-    if (node && kvr_json_type(doc, node) != KVR_JSON_NULL) {
-        snprintf(err, errlen, "a request chat_template is not supported");
-        return KVR_JINJA_UNSUPPORTED;
-    }
-
-    node = kvr_json_find(doc, root, "documents", 9);
-    if (node && kvr_json_type(doc, node) != KVR_JSON_NULL) {
-        snprintf(err, errlen, "documents are not supported");
-        return KVR_JINJA_UNSUPPORTED;
+    rc = kvr_chat_check(doc, root, err, errlen);
+    if (rc != KVR_CHAT_OK) {
+        return rc;
     }
 
     r = kvr_jinja_render_create(&cfg->limits);
@@ -907,20 +893,7 @@ kvr_chat_render(const kvr_chat_config_t *cfg, const kvr_json_doc_t *doc,
     cx.err = err;
     cx.errlen = errlen;
 
-    for (i = 0; i < cfg->n_tokens; i++) {
-        kvr_jinja_set(r, cfg->names[i],
-                      kvr_jinja_new_str(r, cfg->values[i],
-                                        cfg->value_lens[i]));
-    }
-
-    if (cfg->n_extra) {
-        v = kvr_jinja_new_list(r);
-        for (i = 0; i < cfg->n_extra; i++) {
-            kvr_jinja_list_push(r, v, kvr_jinja_new_str(r, cfg->extra[i],
-                                                        cfg->extra_lens[i]));
-        }
-        kvr_jinja_set(r, "additional_special_tokens", v);
-    }
+    kvr_chat_set_tokens(cfg, r);
 
     v = kvr_chat_messages(&cx, kvr_json_find(doc, root, "messages", 8));
     if (v) {
@@ -952,35 +925,7 @@ kvr_chat_render(const kvr_chat_config_t *cfg, const kvr_json_doc_t *doc,
     if (node && cx.status == KVR_CHAT_OK
         && kvr_json_type(doc, node) != KVR_JSON_NULL)
     {
-        if (kvr_json_type(doc, node) != KVR_JSON_OBJECT) {
-            kvr_chat_fail(&cx, KVR_CHAT_BAD_REQUEST, "chat_template_kwargs "
-                          "is not an object");
-        }
-
-        for (k = kvr_json_first(doc, node); k && cx.status == KVR_CHAT_OK;
-             k = kvr_json_next(doc, node, k))
-        {
-            key = kvr_chat_string(&cx, k);
-            kname = kvr_jinja_str_ptr(key, &klen);
-            if (kname == NULL || klen == 0 || klen >= sizeof(name)
-                || memchr(kname, '\0', klen))
-            {
-                kvr_chat_fail(&cx, KVR_JINJA_UNSUPPORTED, "chat_template_"
-                              "kwargs key not supported");
-                break;
-            }
-            memcpy(name, kname, klen);
-            name[klen] = '\0';
-            if (strcmp(name, "messages") == 0) {
-                kvr_chat_fail(&cx, KVR_CHAT_BAD_REQUEST, "chat_template_"
-                              "kwargs may not set messages");
-                break;
-            }
-            v = kvr_chat_value(&cx, doc, k + 1);
-            if (v) {
-                kvr_jinja_set(r, name, v);
-            }
-        }
+        kvr_chat_kwargs(&cx, node);
     }
 
     if (cx.status != KVR_CHAT_OK) {
@@ -996,4 +941,110 @@ kvr_chat_render(const kvr_chat_config_t *cfg, const kvr_json_doc_t *doc,
     kvr_jinja_render_destroy(r);
 
     return rc;
+}
+
+
+/* the request fields vLLM would honour and kvroute cannot reproduce */
+
+static int
+kvr_chat_check(const kvr_json_doc_t *doc, uint32_t root, char *err,
+    size_t errlen)
+{
+    uint32_t  node;
+
+    if (kvr_json_type(doc, root) != KVR_JSON_OBJECT) {
+        snprintf(err, errlen, "request body is not an object");
+        return KVR_CHAT_BAD_REQUEST;
+    }
+
+    node = kvr_json_find(doc, root, "continue_final_message", 22);
+    if (node && kvr_json_type(doc, node) == KVR_JSON_TRUE) {
+        snprintf(err, errlen, "continue_final_message is not supported");
+        return KVR_JINJA_UNSUPPORTED;
+    }
+
+    node = kvr_json_find(doc, root, "chat_template", 13);
+    if (node && kvr_json_type(doc, node) != KVR_JSON_NULL) {
+        snprintf(err, errlen, "a request chat_template is not supported");
+        return KVR_JINJA_UNSUPPORTED;
+    }
+
+    node = kvr_json_find(doc, root, "documents", 9);
+    if (node && kvr_json_type(doc, node) != KVR_JSON_NULL) {
+        snprintf(err, errlen, "documents are not supported");
+        return KVR_JINJA_UNSUPPORTED;
+    }
+
+    return KVR_CHAT_OK;
+}
+
+
+/* the tokenizer config's special tokens, as transformers passes them */
+
+static void
+kvr_chat_set_tokens(const kvr_chat_config_t *cfg, kvr_jinja_render_t *r)
+{
+    size_t     i;
+    kvr_jv_t  *v;
+
+    for (i = 0; i < cfg->n_tokens; i++) {
+        kvr_jinja_set(r, cfg->names[i],
+                      kvr_jinja_new_str(r, cfg->values[i],
+                                        cfg->value_lens[i]));
+    }
+
+    if (cfg->n_extra) {
+        v = kvr_jinja_new_list(r);
+        for (i = 0; i < cfg->n_extra; i++) {
+            kvr_jinja_list_push(r, v, kvr_jinja_new_str(r, cfg->extra[i],
+                                                        cfg->extra_lens[i]));
+        }
+        kvr_jinja_set(r, "additional_special_tokens", v);
+    }
+}
+
+
+/* chat_template_kwargs: each key a template variable, messages excepted */
+
+static void
+kvr_chat_kwargs(kvr_chat_ctx_t *cx, uint32_t node)
+{
+    size_t                 klen;
+    uint32_t               k;
+    char                   name[128];
+    const char            *kname;
+    kvr_jv_t              *v, *key;
+    const kvr_json_doc_t  *doc;
+
+    doc = cx->doc;
+
+    if (kvr_json_type(doc, node) != KVR_JSON_OBJECT) {
+        kvr_chat_fail(cx, KVR_CHAT_BAD_REQUEST, "chat_template_kwargs "
+                      "is not an object");
+    }
+
+    for (k = kvr_json_first(doc, node); k && cx->status == KVR_CHAT_OK;
+         k = kvr_json_next(doc, node, k))
+    {
+        key = kvr_chat_string(cx, k);
+        kname = kvr_jinja_str_ptr(key, &klen);
+        if (kname == NULL || klen == 0 || klen >= sizeof(name)
+            || memchr(kname, '\0', klen))
+        {
+            kvr_chat_fail(cx, KVR_JINJA_UNSUPPORTED, "chat_template_"
+                          "kwargs key not supported");
+            break;
+        }
+        memcpy(name, kname, klen);
+        name[klen] = '\0';
+        if (strcmp(name, "messages") == 0) {
+            kvr_chat_fail(cx, KVR_CHAT_BAD_REQUEST, "chat_template_"
+                          "kwargs may not set messages");
+            break;
+        }
+        v = kvr_chat_value(cx, doc, k + 1);
+        if (v) {
+            kvr_jinja_set(cx->r, name, v);
+        }
+    }
 }
