@@ -169,11 +169,12 @@ const SPEC = {
   help: { type: 'boolean', short: 'h' },
 };
 
-// the default routers: the seed's baselines, the oracle and kvroute's modes
-// that kvbench knows
-const DEFAULT_ROUTERS = ['random_conn', 'round_robin', 'dynamo', 'hash', 'kvroute-approx', 'kvroute-kv'];
+// the default routers: the seed's baselines, the peers' policies (Dynamo,
+// llm-d, SGLang), the partition oracle and kvroute's two modes, side by side
+const DEFAULT_ROUTERS = ['random_conn', 'round_robin', 'dynamo', 'llmd', 'sglang', 'partition',
+  'kvroute-approx', 'kvroute-kv'];
 
-const USAGE = `usage: node bench/grid.js [--routers random_conn,round_robin,dynamo,hash,kvroute-approx,kvroute-kv]
+const USAGE = `usage: node bench/grid.js [--routers random_conn,round_robin,dynamo,llmd,sglang,partition,kvroute-approx,kvroute-kv]
            [--workers 6,3] [--prefixes 2,7,12,24] [--concurrency 4,8,16]
            [--runs 3] [--requests 240] [--seed 1] [--out bench/results]
            [--time-scale 1] [--port 28000] [--build DIR] [--resume]

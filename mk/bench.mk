@@ -16,7 +16,7 @@ TEST_TARGETS += test-bench
 
 # `make bench`: the seed's grid for every router, 3 runs a point (hours at
 # time scale 1); continues where an interrupted run stopped
-BENCH_ROUTERS ?= round_robin,random,hash,kvroute-approx,kvroute-dynamo
+BENCH_ROUTERS ?= random_conn,round_robin,dynamo,llmd,sglang,partition,kvroute-approx,kvroute-kv
 
 bench: deps module bench-deps
 	$(BENCH_DIR)/kvbench grid --routers $(BENCH_ROUTERS) --runs 3 --resume
