@@ -9,7 +9,7 @@ bench-deps: $(BENCH_DIR)/node_modules/.package-lock.json
 $(BENCH_DIR)/node_modules/.package-lock.json: $(BENCH_DIR)/package-lock.json
 	cd $(BENCH_DIR) && npm ci --no-audit --no-fund --loglevel=error
 
-test-bench: bench-deps
+test-bench: bench-deps policy-wasm
 	cd $(BENCH_DIR) && node --test --test-concurrency=1 test/
 
 TEST_TARGETS += test-bench

@@ -26,9 +26,8 @@ $(POLICY_CLI): $(WASM_SRCS) $(TOP)/bench/sim/c/policy_cli.c \
 
 policy-wasm: $(WASM_OUT) $(POLICY_CLI)
 
+# alone; test-bench (mk/bench.mk) runs it with the other bench tests
 test-policy-wasm: policy-wasm bench-deps
 	cd $(BENCH_DIR) && node --test test/policy_c.test.js
-
-TEST_TARGETS += test-policy-wasm
 
 .PHONY: policy-wasm test-policy-wasm
