@@ -82,7 +82,8 @@ static void ngx_http_kvroute_decided(ngx_peer_connection_t *pc,
 static void ngx_http_kvroute_pins_gather(ngx_http_kvroute_srv_conf_t *kcf,
     ngx_http_kvroute_ctx_t *ctx, int *slots, ngx_uint_t n,
     kvr_candidate_t *cand, kvr_demand_t *demand);
-static void ngx_http_kvroute_pin(ngx_http_kvroute_peer_data_t *kp, int slot);
+static void ngx_http_kvroute_pin(ngx_http_kvroute_peer_data_t *kp, int slot,
+    uint32_t out_blocks);
 static void ngx_http_kvroute_unpin(ngx_http_kvroute_peer_data_t *kp);
 static void ngx_http_kvroute_free_peer(ngx_peer_connection_t *pc,
     void *data, ngx_uint_t state);
@@ -352,7 +353,7 @@ ngx_http_kvroute_pick_cached(ngx_http_kvroute_peer_data_t *kp,
 
     chosen = kvr_policy_pick(&kcf->policy, cs->cand, cs->n, &demand, &why);
 
-    ngx_http_kvroute_pin(kp, cs->slots[chosen]);
+    ngx_http_kvroute_pin(kp, cs->slots[chosen], demand.out_blocks);
 
     ngx_http_kvroute_record(kcf, index, ctx, cs, chosen);
 
@@ -687,12 +688,15 @@ ngx_http_kvroute_pins_gather(ngx_http_kvroute_srv_conf_t *kcf,
 }
 
 
-/* policy=ttft: the chosen server holds this prompt's blocks; locked */
+/*
+ * policy=ttft: the chosen server holds this prompt's blocks and the output
+ * blocks pins_gather() counted for it; locked
+ */
 
 static void
-ngx_http_kvroute_pin(ngx_http_kvroute_peer_data_t *kp, int slot)
+ngx_http_kvroute_pin(ngx_http_kvroute_peer_data_t *kp, int slot,
+    uint32_t out_blocks)
 {
-    ngx_uint_t               out;
     ngx_http_kvroute_ctx_t  *ctx;
 
     if (kp->conf->policy.policy != KVR_POLICY_TTFT) {
@@ -700,12 +704,9 @@ ngx_http_kvroute_pin(ngx_http_kvroute_peer_data_t *kp, int slot)
     }
 
     ctx = kp->ctx;
-    out = ctx->max_tokens ? ctx->max_tokens : kp->conf->output;
 
     kvr_pins_charge(kp->conf->zone->sh->pins, slot, ctx->hashes,
-                    ctx->nblocks,
-                    (out + kp->conf->block_size - 1) / kp->conf->block_size,
-                    &kp->pinned);
+                    ctx->nblocks, out_blocks, &kp->pinned);
 }
 
 
