@@ -13,12 +13,17 @@ function sendOne(agent, port, body, headers, onFirst) {
     const ms = () => Number(process.hrtime.bigint() - t0) / 1e6;
     let ttft = null;
     const rec = { ok: false, status: 0, ttftMs: null, totalMs: null, promptTokens: null,
-      cachedTokens: null, engine: null, error: null };
+      cachedTokens: null, engine: null, overlap: null, reason: null, error: null };
     const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/completions', agent,
       headers: Object.assign({ 'content-type': 'application/json', 'content-length': data.length }, headers) },
     (res) => {
       rec.status = res.statusCode;
       rec.engine = res.headers['x-engine-id'] || null;
+      // kvroute's belief (kvbench's nginx adds it): the leading blocks of
+      // the prompt it thought the chosen server held, and why it chose it
+      const ov = res.headers['x-kvroute-overlap'];
+      rec.overlap = ov === undefined || ov === '' ? null : Number(ov);
+      rec.reason = res.headers['x-kvroute-reason'] || null;
       const chunks = [];
       res.on('data', (c) => {
         if (ttft === null) {
@@ -65,10 +70,12 @@ function sendOne(agent, port, body, headers, onFirst) {
 
 // requests: [{prefixId, ids, text}]; o: port, concurrency, maxTokens,
 // promptForm ('text'|'tokens'), model, onSend(i) called before request i
-// goes out, clientIds (one string per client, sent as X-Kvbench-Client).
+// goes out, clientIds (one string per client, sent as X-Kvbench-Client),
+// frontend(i, client) (optional: which of several nginx instances request
+// i goes to, an index into o.ports; else o.port).
 // Each client keeps one keep-alive connection of its own, as the seed's
-// clients did (its baseline balanced per connection). Resolves {records,
-// wallMs, t0} (t0: hrtime of the start).
+// clients did (its baseline balanced per connection), per frontend.
+// Resolves {records, wallMs, t0} (t0: hrtime of the start).
 async function runLoad(requests, o) {
   const agents = Array.from({ length: o.concurrency },
     () => new http.Agent({ keepAlive: true, maxSockets: 1 }));
@@ -94,13 +101,15 @@ async function runLoad(requests, o) {
       // a router in the load generator itself (o.route: the bench's Dynamo)
       // picks the engine and is told of the first token and the end
       const routed = o.route ? o.route(q) : null;
-      const port = routed ? o.enginePorts[routed.engine] : o.port;
+      const fe = o.frontend ? o.frontend(i, client) : 0;
+      const port = routed ? o.enginePorts[routed.engine] : (o.frontend ? o.ports[fe] : o.port);
       const rec = await sendOne(agent, port, body,
         Object.assign({ 'x-kvbench-prefix': String(q.prefixId) }, headers),
         routed ? routed.onFirstToken : null);
       if (routed) routed.onFinish();
       rec.sentMs = sentMs;
       rec.prefixId = q.prefixId;
+      rec.frontend = fe;
       rec.expectedPromptTokens = q.ids.length;
       records[i] = rec;
     }
@@ -148,7 +157,8 @@ async function runOpenLoop(requests, o) {
     if (o.onSend) o.onSend(i);
     const late = Math.max(0, now() - arrivals[i]);
     const routed = o.route ? o.route(q) : null;
-    const port = routed ? o.enginePorts[routed.engine] : o.port;
+    const fe = o.frontend ? o.frontend(i, client) : 0;
+    const port = routed ? o.enginePorts[routed.engine] : (o.frontend ? o.ports[fe] : o.port);
     pending.push(sendOne(agents[client], port, body,
       { 'x-kvbench-prefix': String(q.prefixId),
         'x-kvbench-client': o.clientIds ? o.clientIds[client] : String(client) },
@@ -158,6 +168,7 @@ async function runOpenLoop(requests, o) {
       if (rec.totalMs !== null) rec.totalMs += late;
       rec.sentMs = arrivals[i];
       rec.prefixId = q.prefixId;
+      rec.frontend = fe;
       rec.expectedPromptTokens = q.ids.length;
       records[i] = rec;
     }));

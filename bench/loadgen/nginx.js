@@ -67,7 +67,11 @@ ${servers}
     }
     server {
         listen 127.0.0.1:${o.port};
-        location / {
+${isKvroute ? `        # kvbench reads the events helper's health before it measures
+        location = /kvroute_status {
+            kvroute_status;
+        }
+` : ''}        location / {
             proxy_pass http://kvbench_engines;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
@@ -75,6 +79,9 @@ ${servers}
             proxy_request_buffering on;
             proxy_read_timeout 600s;
 ${o.engineDown ? '            proxy_next_upstream error timeout non_idempotent;' : ''}
+${isKvroute ? `            # what kvroute believed the chosen server held, per request
+            add_header X-Kvroute-Overlap $kvroute_overlap always;
+            add_header X-Kvroute-Reason $kvroute_reason always;` : ''}
 ${ind(o.router.location, 12)}
         }
     }

@@ -61,7 +61,8 @@ async function stopAll() {
 
 // o: router, workers, prefixes, concurrency, requests, seed, maxTokens,
 //    promptForm, timeScale, capacityBlocks, blockSize, port, basePort,
-//    eventsBasePort, nginx, nginxWorkers, emulatorArgs[], top, build, log(msg)
+//    eventsBasePort, nginx, nginxWorkers, emulatorArgs[], top, build, log(msg),
+//    frontends (nginx instances, on port, port + 1, ...), split
 async function runPoint(o, words) {
   o = Object.assign({ replayBasePort: o.eventsBasePort + 100 }, o);
   const table = routerTable(o.top, o.build, o);
@@ -92,20 +93,102 @@ async function runPoint(o, words) {
         await own.stop();
       }
     }
-    const ngx = await startNginx({ router, port: o.port, enginePorts: ports, eventsPorts, binary: o.nginx,
-      engineScale: o.engineScale, capacityBlocks: o.capacityBlocks, engineDown: o.engineDown,
-      workers: o.nginxWorkers });
-    live.add(ngx);
+    // --frontends F: F nginx instances, each its own master, zone and
+    // events helper, on port, port + 1, ...; the same engines behind all
+    const frontends = o.frontends || 1;
+    const ngxs = [];
     try {
-      return await drive(o, wl, emu, ports, {});
+      for (let f = 0; f < frontends; f++) {
+        const ngx = await startNginx({ router, port: o.port + f, enginePorts: ports, eventsPorts,
+          binary: o.nginx, engineScale: o.engineScale, capacityBlocks: o.capacityBlocks,
+          engineDown: o.engineDown, workers: o.nginxWorkers });
+        live.add(ngx);
+        ngxs.push(ngx);
+      }
+      const stale = await waitFresh(ngxs.map((_, f) => o.port + f), router, o);
+      const res = await drive(o, wl, emu, ports, { ports: ngxs.map((_, f) => o.port + f) });
+      res.stale_at_start = stale;
+      return res;
     } finally {
-      live.delete(ngx);
-      await ngx.stop();
+      for (const ngx of ngxs) {
+        live.delete(ngx);
+        await ngx.stop();
+      }
     }
   } finally {
     live.delete(emu);
     await emu.stop();
   }
+}
+
+// kvroute's status page of the nginx on port: each server's
+// kvroute_events_stale (1: its index missed events no replay gave back)
+function kvrouteStatus(port) {
+  return new Promise((resolve) => {
+    http.get({ host: '127.0.0.1', port, path: '/kvroute_status' }, (res) => {
+      let b = '';
+      res.on('data', (d) => { b += d; });
+      res.on('end', () => resolve(res.statusCode === 200 ? b : ''));
+    }).on('error', () => resolve(''));
+  });
+}
+
+function staleServers(text) {
+  const out = [];
+  for (const m of text.matchAll(/^kvroute_events_stale\{([^}]*)\} (\d+)$/gm)) {
+    if (m[2] !== '0') out.push((/server="([^"]*)"/.exec(m[1]) || [])[1] || m[1]);
+  }
+  return out;
+}
+
+// In kv mode no server may be stale when the measurement starts: each
+// helper asks every engine's replay for its events from 0 when it
+// connects, which takes a moment.  Waits up to 5 s (real time), then
+// returns the stale servers as "port/server" (empty: none), and says so
+// loudly; kvbench flags the row.
+async function waitFresh(ports, router, o) {
+  const kv = (router.emulatorArgs || []).includes('zmq') && (router.modules || []).length;
+  if (!kv) return [];
+  const start = Date.now();
+  const deadline = start + 5000;
+  let first = null;
+  for (;;) {
+    const texts = await Promise.all(ports.map(kvrouteStatus));
+    const stale = [];
+    texts.forEach((t, f) => {
+      if (!/kvroute_events_stale\{/.test(t)) stale.push(`${ports[f]}/no status`);
+      for (const s of staleServers(t)) stale.push(`${ports[f]}/${s}`);
+    });
+    if (first === null) first = stale.length;
+    if (stale.length === 0) {
+      if (first) o.log(`${first} server(s) stale after nginx started, none after ${Date.now() - start} ms`);
+      return [];
+    }
+    if (Date.now() > deadline) {
+      o.log(`WARNING: ${stale.length} server(s) stale at the start of the measurement: ${stale.join(', ')}`);
+      return stale;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+// Which frontend request i of client c goes to (--split): in turn per
+// request, at random per request (seeded), or one fixed per client.
+function splitter(split, frontends, seed, run) {
+  if (frontends <= 1) return null;
+  if (split === 'alternate') return (i) => i % frontends;
+  if (split === 'client') return (i, client) => client % frontends;
+  if (split === 'random') {
+    const { rng } = require('./workload');
+    const draws = new Map();
+    const r = rng(0xf207 + seed * 53 + run * 11);
+    // drawn in request order, so the same requests go the same way
+    return (i) => {
+      if (!draws.has(i)) draws.set(i, Math.floor(r() * frontends));
+      return draws.get(i);
+    };
+  }
+  throw new Error(`--split: alternate, random or client, not ${split}`);
 }
 
 // The load generator's own routers (no nginx): the peers' policies
@@ -135,6 +218,8 @@ async function drive(o, wl, emu, ports, extra) {
     clientIds: clientIds(o.concurrency, o.seed, o.run || 0),
     promptForm: o.promptForm, model: 'Qwen/Qwen3-0.6B', route: extra.route,
     enginePorts: extra.enginePorts,
+    ports: extra.ports,
+    frontend: splitter(o.split || 'alternate', extra.ports ? extra.ports.length : 1, o.seed, o.run || 0),
     rate: o.rate ? o.rate * (o.timeScale || 1) : 0,
     arrivalSeed: 0xa771 + o.seed * 131 + (o.run || 0),
     onSend: (i) => { if (i === downAt) emu.command(`down ${down.engine} ${down.ms}`); } });
@@ -158,7 +243,8 @@ async function drive(o, wl, emu, ports, extra) {
   const res = summarise(records, wallMs * ts, {
     router: o.router, workers: o.workers, prefixes: o.prefixes, concurrency: o.concurrency,
     capacityTokens: o.capacityBlocks * o.blockSize, promptTokens: PREFIX_TOKENS + TAIL_TOKENS,
-    skip: o.skip || 0 });
+    skip: o.skip || 0, frontends: extra.ports ? extra.ports.length : 1 });
+  if (extra.ports && extra.ports.length > 1) res.split = o.split || 'alternate';
   if (o.rate) res.offered_rate = o.rate;
   res.emulator = await emulatorHealth(ports, o.timeScale);
   if (down) {
@@ -252,7 +338,7 @@ function medianOf(results) {
   if (results.length === 1) return results[0];
   const out = Object.assign({}, results[0]);
   for (const k of Object.keys(out)) {
-    if (typeof out[k] === 'number' && !['workers', 'prefixes', 'concurrency', 'requests'].includes(k)) {
+    if (typeof out[k] === 'number' && !['workers', 'prefixes', 'concurrency', 'requests', 'frontends'].includes(k)) {
       out[k] = median(results.map((r) => r[k]));
     }
   }
@@ -271,10 +357,23 @@ function medianOf(results) {
       out.steady[k] = median(results.map((r) => (r.steady ? r.steady[k] : null)));
     }
   }
+  if (results[0].per_frontend) {
+    out.per_frontend = results[0].per_frontend.map((pf, f) => {
+      const m = Object.assign({}, pf);
+      for (const k of Object.keys(m)) {
+        if (typeof m[k] === 'number' && k !== 'frontend') {
+          m[k] = median(results.map((r) => (r.per_frontend ? r.per_frontend[f][k] : null)));
+        }
+      }
+      return m;
+    });
+  }
+  // a server stale in any run flags the point
+  out.stale_at_start = [].concat(...results.map((r) => r.stale_at_start || []));
   out.each_run = results.map((r) => { const c = Object.assign({}, r); delete c.each_run; return c; });
   out.errors = results.reduce((a, r) => a + r.errors, 0);
   out.runs = results.length;
   return out;
 }
 
-module.exports = { LATENESS_LIMIT_MS, runPoint, medianOf, stopAll, singleTokenWords };
+module.exports = { LATENESS_LIMIT_MS, runPoint, medianOf, stopAll, singleTokenWords, staleServers, splitter };

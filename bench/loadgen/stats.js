@@ -24,8 +24,43 @@ function round(x, digits) {
   return Math.round(x * f) / f;
 }
 
+// Believed vs actual: of the requests kvroute routed for a predicted hit
+// (the chosen server believed to hold a leading block, X-Kvroute-Overlap
+// > 0), the share the engine served from its cache (cached_tokens > 0),
+// and the false hits (believed, not cached).  null for routers that say
+// nothing of what they believed.
+function beliefs(ok) {
+  const told = ok.filter((r) => typeof r.overlap === 'number' && !Number.isNaN(r.overlap));
+  if (told.length === 0) return { believed_hits: null, believed_hit_share: null, false_hits: null };
+  const believed = told.filter((r) => r.overlap > 0);
+  const held = believed.filter((r) => r.cachedTokens > 0).length;
+  return {
+    believed_hits: believed.length,
+    believed_hit_share: round(believed.length ? held / believed.length : null, 4),
+    false_hits: believed.length - held,
+  };
+}
+
+// The figures of each frontend's share of the requests (--frontends F)
+function perFrontend(records, frontends) {
+  const out = [];
+  for (let f = 0; f < frontends; f++) {
+    const rs = records.filter((r) => r && (r.frontend || 0) === f);
+    const ok = rs.filter((r) => r.ok);
+    out.push(Object.assign({
+      frontend: f,
+      requests: rs.length,
+      errors: rs.length - ok.length,
+      request_hit_rate: round(ok.length ? ok.filter((r) => r.cachedTokens > 0).length / ok.length : null, 4),
+      ttft_p50_ms: round(percentile(ok.map((r) => r.ttftMs), 50), 1),
+      ttft_p99_ms: round(percentile(ok.map((r) => r.ttftMs), 99), 1),
+    }, beliefs(ok)));
+  }
+  return out;
+}
+
 // records from client.runLoad; o: router, workers, prefixes, concurrency,
-// capacityTokens, promptTokens
+// capacityTokens, promptTokens, frontends (default 1)
 function summarise(records, wallMs, o) {
   const ok = records.filter((r) => r.ok);
   const errors = records.length - ok.length;
@@ -60,6 +95,9 @@ function summarise(records, wallMs, o) {
     upper_bound_hit_rate: round(upperBound(o.workers, o.prefixes, o.capacityTokens, o.promptTokens, false), 4),
     upper_bound_hit_rate_floor: round(upperBound(o.workers, o.prefixes, o.capacityTokens, o.promptTokens, true), 4),
     requests_per_engine: perEngine,
+    ...beliefs(ok),
+    frontends: o.frontends || 1,
+    per_frontend: (o.frontends || 1) > 1 ? perFrontend(records, o.frontends) : undefined,
     first_error: errors ? records.find((r) => !r.ok).error : null,
     steady: o.skip ? steadyState(records.slice(o.skip)) : undefined,
   };
@@ -114,4 +152,4 @@ function summarisePhases(records, downMs, upMs, engine) {
   return out;
 }
 
-module.exports = { percentile, upperBound, summarise, summarisePhases, steadyState };
+module.exports = { percentile, upperBound, summarise, summarisePhases, steadyState, beliefs, perFrontend };
