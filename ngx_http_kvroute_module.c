@@ -127,7 +127,7 @@ ngx_module_t  ngx_http_kvroute_module = {
  *         [overlap_weight=1.0] [balance_abs=N] [balance_rel=R] [spread=N]
  *         [corun=tokens] [evict=W]
  *         [ttft_decode=tokens] [ttft_evict=W] [ttft_wait=tokens]
- *         [ttft_output=tokens]
+ *         [ttft_output=tokens] [place_slack=tokens]
  *         [max_body=size] [text_chunk=bytes]
  *         [tokenizer=tokenizer.json [tokenizer_config=tokenizer_config.json]];
  *
@@ -705,6 +705,7 @@ ngx_http_kvroute_create_srv_conf(ngx_conf_t *cf)
     kcf->policy.ttft_decode = 1200;
     kcf->policy.ttft_evict = 2;
     kcf->policy.ttft_wait = 40000;
+    kcf->policy.place_slack = KVR_POLICY_PLACE_SLACK;
     kcf->output = 256;
     kcf->policy.block_size = 16;
     kcf->policy.overlap_weight = 1.0;

@@ -383,6 +383,12 @@ kvr_kvstate_store(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev,
             keys[0] = kvr_hash_chain(keys[0], ev->extra[done]);
         }
 
+        /* a chain's first block: a prefix now lives on the server */
+
+        if (done == 0 && !ev->has_parent && st->roots != NULL) {
+            kvr_homes_learn(st->roots, keys[0]);
+        }
+
         for (j = 0; j < n; j++) {
 
             /*

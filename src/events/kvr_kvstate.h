@@ -39,6 +39,7 @@
 #include "kvr_events.h"
 #include "kvr_index.h"
 #include "kvr_emap.h"
+#include "kvr_homes.h"
 
 
 typedef struct {
@@ -89,6 +90,8 @@ typedef struct {
     unsigned        shared:1;         /* the slot has other streams too */
     uint32_t        last_bad_block_size;
     uint8_t         groups[KVR_KVSTATE_GROUPS];  /* 0 unknown, 1 main, 2 */
+    kvr_homes_t    *roots;            /* the prefixes the engine stored
+                                         (first blocks), or NULL */
     kvr_kvstats_t   stats;
 } kvr_kvstate_t;
 

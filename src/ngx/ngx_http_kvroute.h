@@ -106,6 +106,8 @@ typedef struct {
     ngx_http_kvroute_events_stats_t  events[NGX_HTTP_KVROUTE_MAX_PEERS];
     ngx_http_kvroute_row_t           rows[NGX_HTTP_KVROUTE_MAX_ROWS];
     kvr_homes_t                      homes[NGX_HTTP_KVROUTE_MAX_PEERS];
+    kvr_homes_t                      roots[NGX_HTTP_KVROUTE_MAX_PEERS];
+                                                  /* kv: prefixes stored */
     ngx_atomic_t                     holder;      /* pid inside the lock */
     ngx_atomic_t                     wipes;       /* index started afresh */
     kvr_index_t                     *index;

@@ -336,6 +336,8 @@ ngx_http_kvroute_pick_cached(ngx_http_kvroute_peer_data_t *kp,
 
     px.index = index;
     px.homes = kcf->zone->sh->homes;
+    px.roots = (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV)
+               ? kcf->zone->sh->roots : NULL;
     px.slots = cs->slots;
     px.pred = (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) ? cs->pred : NULL;
     px.first_block = ctx->first_block;
@@ -455,6 +457,8 @@ ngx_http_kvroute_record(ngx_http_kvroute_srv_conf_t *kcf, kvr_index_t *index,
     }
 
     kvr_prefixes_routed(&kcf->policy, kcf->zone->sh->homes,
+                        (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV)
+                        ? kcf->zone->sh->roots : NULL,
                         cs->slots[chosen], ctx->first_block,
                         cs->overlap[chosen]);
 }

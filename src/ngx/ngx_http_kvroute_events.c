@@ -335,6 +335,10 @@ ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
 
     sub->conf = kcf;
     sub->slot = slot;
+
+    /* the prefixes its events store: the policy's counts in kv mode */
+    sub->state.roots = (slot >= 0 && slot < NGX_HTTP_KVROUTE_MAX_PEERS)
+                       ? &kcf->zone->sh->roots[slot] : NULL;
     sub->pred_slot = kcf->runtime->pred_slots[peer_index];
     sub->zmq = ev->zmq;
 

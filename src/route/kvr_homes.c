@@ -64,6 +64,46 @@ kvr_homes_touch(kvr_homes_t *homes, uint64_t first_block)
 }
 
 
+/*
+ * kv mode: the engine's events stored a prompt's first block there.  The
+ * entry is refreshed or takes the place of the longest unseen one; no
+ * route is counted (routes are this frontend's, events every frontend's).
+ */
+
+void
+kvr_homes_learn(kvr_homes_t *homes, uint64_t first_block)
+{
+    size_t    i, victim;
+    uint32_t  age, oldest;
+    uint64_t  key;
+
+    key = kvr_homes_key(first_block);
+    homes->clock++;
+
+    victim = 0;
+    oldest = 0;
+
+    for (i = 0; i < KVR_HOMES_MAX; i++) {
+
+        if (homes->first[i] == key) {
+            homes->used[i] = homes->clock;
+            return;
+        }
+
+        age = homes->first[i] ? homes->clock - homes->used[i] : UINT32_MAX;
+
+        if (age > oldest) {
+            oldest = age;
+            victim = i;
+        }
+    }
+
+    homes->first[victim] = key;
+    homes->used[victim] = homes->clock;
+    homes->routes[victim] = 0;
+}
+
+
 uint32_t
 kvr_homes_routes(const kvr_homes_t *homes, uint64_t first_block,
     uint32_t *total)

@@ -33,6 +33,13 @@ typedef struct {
 /* a prompt starting with this block was routed to the server */
 void kvr_homes_touch(kvr_homes_t *homes, uint64_t first_block);
 
+/*
+ * kv mode: the server's engine stored a prefix starting with this block
+ * (its KV events say so); the table then lists the prefixes every
+ * frontend's requests left there, not only this one's routes.
+ */
+void kvr_homes_learn(kvr_homes_t *homes, uint64_t first_block);
+
 /* the server's recent routes of this prefix (decayed), and of all */
 uint32_t kvr_homes_routes(const kvr_homes_t *homes, uint64_t first_block,
     uint32_t *total);

@@ -9,6 +9,10 @@
 #include "kvr_policy.h"
 
 
+/* candidates kvr_policy_place() weighs, as many as an upstream's peers */
+#define KVR_POLICY_PLACE_MAX  64
+
+
 static size_t kvr_policy_pick_kvroute(const kvr_policy_conf_t *conf,
     const kvr_candidate_t *cand, size_t n, const kvr_demand_t *demand,
     kvr_pick_e *why);
@@ -24,6 +28,8 @@ static size_t kvr_policy_pick_ttft(const kvr_policy_conf_t *conf,
 static double kvr_policy_ttft_cost(const kvr_policy_conf_t *conf,
     const kvr_candidate_t *cand, const kvr_demand_t *demand,
     uint32_t max_overlap);
+static size_t kvr_policy_place(const kvr_policy_conf_t *conf,
+    const kvr_candidate_t *cand, size_t n, const kvr_demand_t *demand);
 static int kvr_policy_cheaper(const kvr_candidate_t *cand, size_t i,
     double cost, uint64_t tie, size_t best, double best_cost,
     uint64_t best_tie);
@@ -613,6 +619,11 @@ kvr_policy_pick_ttft(const kvr_policy_conf_t *conf,
         }
     }
 
+    if (max_overlap == 0 && conf->place_slack > 0) {
+        *why = KVR_PICK_HOME;
+        return kvr_policy_place(conf, cand, n, demand);
+    }
+
     best = 0;
     best_cost = 0;
     best_tie = 0;
@@ -669,6 +680,82 @@ kvr_policy_ttft_cost(const kvr_policy_conf_t *conf,
     }
 
     return cost;
+}
+
+
+/*
+ * A prefix no server holds.  The cheapest server depends on what only
+ * this frontend knows (its own requests in flight, pins, predictions):
+ * frontends in front of the same engines would each put the prefix
+ * somewhere else, and each copy evicts another prefix.  Any server within
+ * place_slack of the cheapest is as good a home, so the prefix's first
+ * block chooses among them by rendezvous hashing: frontends seeing the
+ * same engines (kv mode: the same events) agree without talking, and a
+ * server that goes moves only the prefixes it was home to.
+ */
+
+static size_t
+kvr_policy_place(const kvr_policy_conf_t *conf, const kvr_candidate_t *cand,
+    size_t n, const kvr_demand_t *demand)
+{
+    size_t  i, best;
+    double  cost, least;
+    double  costs[KVR_POLICY_PLACE_MAX];
+
+    if (n > KVR_POLICY_PLACE_MAX) {
+        n = KVR_POLICY_PLACE_MAX;
+    }
+
+    least = 0;
+    costs[0] = 0;
+
+    for (i = 0; i < n; i++) {
+        cost = kvr_policy_ttft_cost(conf, &cand[i], demand, 0);
+        costs[i] = cost;
+
+        if (i == 0 || cost < least) {
+            least = cost;
+        }
+    }
+
+    best = kvr_policy_rendezvous(cand, n, demand->first_block, costs,
+                                 least + conf->place_slack);
+
+    /* the cheapest always qualifies; n only for a NaN cost */
+
+    return best < n ? best : 0;
+}
+
+
+size_t
+kvr_policy_rendezvous(const kvr_candidate_t *cand, size_t n, uint64_t key,
+    const double *cost, double limit)
+{
+    size_t  i, best;
+    double  score, best_score;
+
+    best = n;
+    best_score = 0;
+
+    for (i = 0; i < n; i++) {
+        if (cost != NULL && !(cost[i] <= limit)) {
+            continue;
+        }
+
+        score = -log(kvr_policy_unit(kvr_policy_mix(cand[i].id_hash, key)))
+                / (cand[i].weight ? cand[i].weight : 1);
+
+        /* equal scores (a duplicate id_hash): the smaller hash, not order */
+
+        if (best == n || score < best_score
+            || (score == best_score && cand[i].id_hash < cand[best].id_hash))
+        {
+            best = i;
+            best_score = score;
+        }
+    }
+
+    return best;
 }
 
 

@@ -49,7 +49,15 @@ typedef struct {
                                        prompts */
     double         ttft_wait;       /* ttft: no KV room for the request,
                                        in prompt tokens */
+    double         place_slack;     /* ttft: a prefix no server holds goes
+                                       to the rendezvous choice among the
+                                       servers this close to the cheapest,
+                                       in prompt tokens; 0: the cheapest */
 } kvr_policy_conf_t;
+
+
+/* place_slack's default: one request in flight (ttft_decode's default) */
+#define KVR_POLICY_PLACE_SLACK  1200
 
 
 typedef struct {
@@ -86,6 +94,16 @@ typedef struct {
 size_t kvr_policy_pick(const kvr_policy_conf_t *conf,
     const kvr_candidate_t *cand, size_t n, const kvr_demand_t *demand,
     kvr_pick_e *why);
+
+/*
+ * Rendezvous (highest random weight) hashing of key over the candidates
+ * whose cost[i] is at most limit (cost NULL: all of them), weighted: the
+ * smallest -ln(u) / weight wins, u uniform in (0, 1) from key and the
+ * server's id_hash.  Depends on no candidate's position, so frontends
+ * that see the same servers choose the same one; n when none qualifies.
+ */
+size_t kvr_policy_rendezvous(const kvr_candidate_t *cand, size_t n,
+    uint64_t key, const double *cost, double limit);
 
 /* parses "kvroute" / "dynamo" / "cost" / "ttft"; -1 when unknown */
 int kvr_policy_from_name(const char *name, size_t len);

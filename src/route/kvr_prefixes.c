@@ -20,6 +20,7 @@ static void kvr_prefixes_kvroute(const kvr_policy_conf_t *conf,
 static void kvr_prefixes_cost(const kvr_prefixes_t *px,
     kvr_candidate_t *cand, size_t n);
 static int kvr_prefixes_has_homes(const kvr_prefixes_t *px, size_t i);
+static kvr_homes_t *kvr_prefixes_table(const kvr_prefixes_t *px, size_t i);
 static int kvr_prefixes_held(void *data, uint64_t first_block);
 
 
@@ -117,7 +118,7 @@ kvr_prefixes_kvroute(const kvr_policy_conf_t *conf, const kvr_prefixes_t *px,
         server.slot = px->slots[i];
         server.pred = px->pred ? px->pred[i] : -1;
 
-        cand[i].prefixes = kvr_homes_live(&px->homes[px->slots[i]],
+        cand[i].prefixes = kvr_homes_live(kvr_prefixes_table(px, i),
                                           px->first_block,
                                           kvr_prefixes_held, &server);
     }
@@ -155,7 +156,7 @@ kvr_prefixes_cost(const kvr_prefixes_t *px, kvr_candidate_t *cand, size_t n)
         server.slot = px->slots[i];
         server.pred = px->pred ? px->pred[i] : -1;
 
-        cand[i].prefixes = kvr_homes_live_recent(&px->homes[px->slots[i]],
+        cand[i].prefixes = kvr_homes_live_recent(kvr_prefixes_table(px, i),
                                                  px->now_msec,
                                                  KVR_PREFIXES_LIVE_MSEC,
                                                  kvr_prefixes_held, &server);
@@ -165,7 +166,7 @@ kvr_prefixes_cost(const kvr_prefixes_t *px, kvr_candidate_t *cand, size_t n)
 
 void
 kvr_prefixes_routed(const kvr_policy_conf_t *conf, kvr_homes_t *homes,
-    int slot, uint64_t first_block, uint32_t overlap)
+    kvr_homes_t *roots, int slot, uint64_t first_block, uint32_t overlap)
 {
     if (slot < 0 || slot >= KVR_INDEX_MAX_SLOTS) {
         return;
@@ -176,8 +177,20 @@ kvr_prefixes_routed(const kvr_policy_conf_t *conf, kvr_homes_t *homes,
     if ((conf->policy == KVR_POLICY_COST || conf->policy == KVR_POLICY_TTFT)
         && overlap == 0)
     {
-        kvr_homes_placed(&homes[slot]);
+        kvr_homes_placed(roots ? &roots[slot] : &homes[slot]);
     }
+}
+
+
+/*
+ * where a server's prefixes are listed: in kv mode the engine's events
+ * (the same for every frontend), else this frontend's routes
+ */
+
+static kvr_homes_t *
+kvr_prefixes_table(const kvr_prefixes_t *px, size_t i)
+{
+    return px->roots ? &px->roots[px->slots[i]] : &px->homes[px->slots[i]];
 }
 
 

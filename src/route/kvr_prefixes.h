@@ -32,6 +32,11 @@
 typedef struct {
     kvr_index_t        *index;
     kvr_homes_t        *homes;        /* by index slot, KVR_INDEX_MAX_SLOTS */
+    kvr_homes_t        *roots;        /* kv mode: the prefixes the engines'
+                                         events stored, by slot; the live
+                                         counts come from these, not from
+                                         this frontend's routes; NULL:
+                                         from homes */
     const int          *slots;        /* each candidate's slot, -1: none */
     const int          *pred;         /* its predictions' slot, or NULL */
     uint64_t            first_block;  /* the prompt's */
@@ -56,10 +61,11 @@ void kvr_prefixes_count(const kvr_policy_conf_t *conf,
 /*
  * The prompt went to the server of slot (overlap: its cached leading
  * blocks there): its homes learn the prefix, and under policy=cost a
- * prefix new there counts as live before the next recount.
+ * prefix new there counts as live before the next recount (in the roots
+ * when they are counted, roots not NULL).
  */
 void kvr_prefixes_routed(const kvr_policy_conf_t *conf, kvr_homes_t *homes,
-    int slot, uint64_t first_block, uint32_t overlap);
+    kvr_homes_t *roots, int slot, uint64_t first_block, uint32_t overlap);
 
 
 #endif /* _KVR_PREFIXES_H_INCLUDED_ */

@@ -301,6 +301,70 @@ test_ranks(kvr_index_t *ix, int slot, const uint32_t *tokens)
 }
 
 
+/* (h) the prefixes an engine stored: each chain's first block */
+
+typedef struct {
+    kvr_index_t  *ix;
+    int           slot;
+} test_held_t;
+
+
+static int
+held(void *data, uint64_t key)
+{
+    test_held_t  *where = data;
+
+    return kvr_index_match(where->ix, where->slot, &key, 1) == 1;
+}
+
+
+static void
+test_roots(kvr_index_t *ix, int slot, const uint32_t *tokens)
+{
+    uint32_t       total;
+    uint64_t       keys[4], h[4] = { 500, 501, 502, 503 };
+    kvr_event_t    ev;
+    test_held_t    where;
+    kvr_homes_t    roots;
+    kvr_kvstate_t  st;
+
+    kvr_hash_token_blocks(tokens, 4 * BS, BS, kvr_hash_seed(NULL, 0, NULL, 0),
+                          keys, 4);
+
+    memset(&roots, 0, sizeof(roots));
+    kvr_kvstate_init(&st, slot, BS, 1000);
+    kvr_index_clear_slot(ix, slot);
+    st.roots = &roots;
+    where.ix = ix;
+    where.slot = slot;
+
+    ev = stored(h, 2, tokens, 0, 0);
+    kvr_kvstate_apply(&st, ix, &ev);
+    ev = stored(h + 2, 2, tokens + 2 * BS, 1, 501);
+    kvr_kvstate_apply(&st, ix, &ev);
+    tap_is(kvr_homes_live(&roots, 0, held, &where), 1,
+           "roots: a chain and its continuation: one prefix");
+    tap_is(kvr_homes_live(&roots, keys[0], held, &where), 0,
+           "roots: it is the request's first block");
+    tap_is(kvr_homes_routes(&roots, keys[0], &total), 0,
+           "roots: learned, no route counted");
+
+    /* another chain from block 2's tokens: another prefix */
+    ev = stored(h + 3, 1, tokens + 2 * BS, 0, 0);
+    ev.hashes = (uint64_t[]) { 510 };
+    kvr_kvstate_apply(&st, ix, &ev);
+    tap_is(kvr_homes_live(&roots, 0, held, &where), 2, "roots: two prefixes");
+
+    /* the first evicted: one left */
+    ev = removed(h, 1);
+    kvr_kvstate_apply(&st, ix, &ev);
+    tap_is(kvr_homes_live(&roots, 0, held, &where), 1,
+           "roots: an evicted prefix no longer lives there");
+
+    kvr_kvstate_free(&st);
+}
+
+
 /* (d) a rejected batch keeps the sequence; gaps; replay decisions */
 static void
 test_batches(kvr_index_t *ix, int slot)
@@ -472,6 +536,7 @@ main(void)
     test_keys(ix, slot, tokens);
     test_ranks(ix, slot, tokens);
     test_batches(ix, slot);
+    test_roots(ix, slot, tokens);
 
     free(region);
 

@@ -12,20 +12,29 @@
 
 
 static kvr_policy_conf_t  conf_kvroute = {
-    KVR_POLICY_KVROUTE, 16, 1.0, 4, 1.5, 0, 4096, 4, 0, 0, 0
+    KVR_POLICY_KVROUTE, 16, 1.0, 4, 1.5, 0, 4096, 4, 0, 0, 0, 0
 };
 
 static kvr_policy_conf_t  conf_dynamo = {
-    KVR_POLICY_DYNAMO, 16, 1.0, 4, 1.5, 0, 4096, 4, 0, 0, 0
+    KVR_POLICY_DYNAMO, 16, 1.0, 4, 1.5, 0, 4096, 4, 0, 0, 0, 0
 };
 
 static kvr_policy_conf_t  conf_cost = {
-    KVR_POLICY_COST, 16, 1.0, 4, 1.5, 0, 4096, 4, 0, 0, 0
+    KVR_POLICY_COST, 16, 1.0, 4, 1.5, 0, 4096, 4, 0, 0, 0, 0
 };
 
 static kvr_policy_conf_t  conf_ttft = {
-    KVR_POLICY_TTFT, 16, 1.0, 4, 1.5, 0, 4096, 4, 1200, 2, 40000
+    KVR_POLICY_TTFT, 16, 1.0, 4, 1.5, 0, 4096, 4, 1200, 2, 40000, 0
 };
+
+/* policy=ttft with a prefix no server holds placed by rendezvous */
+static kvr_policy_conf_t  conf_place = {
+    KVR_POLICY_TTFT, 16, 1.0, 4, 1.5, 0, 4096, 4, 1200, 2, 40000, 1200
+};
+
+
+#define PLACE_N     6
+#define PLACE_KEYS  6000
 
 
 static void
@@ -39,6 +48,221 @@ reset(kvr_candidate_t *c, size_t n)
         c[i].id_hash = 0x1000 + i * 77;
         c[i].weight = 1;
     }
+}
+
+
+/*
+ * the server (its id_hash) a new prefix starting with key is placed on;
+ * the tie-break randomness changes on every call, the choice must not
+ */
+
+static uint64_t
+placed(kvr_candidate_t *c, size_t n, kvr_demand_t *d, uint64_t key)
+{
+    size_t      pick;
+    kvr_pick_e  why;
+
+    d->first_block = key;
+    d->random = key * 31 + d->random + 7;
+    pick = kvr_policy_pick(&conf_place, c, n, d, &why);
+
+    return (why == KVR_PICK_HOME) ? c[pick].id_hash : 0;
+}
+
+
+/* idle servers with room for many prefixes, ids in order */
+
+static void
+idle(kvr_candidate_t *c, size_t n)
+{
+    size_t  i;
+
+    reset(c, n);
+
+    for (i = 0; i < n; i++) {
+        c[i].capacity = 100000;
+    }
+}
+
+
+static size_t
+server_of(kvr_candidate_t *c, size_t n, uint64_t id)
+{
+    size_t  i;
+
+    for (i = 0; i < n; i++) {
+        if (c[i].id_hash == id) {
+            return i;
+        }
+    }
+
+    return n;
+}
+
+
+/*
+ * place_slack: a prefix no server holds goes to the rendezvous choice of
+ * its first block among the servers near the cheapest; the prompt is
+ * 1,600 tokens, 100 blocks
+ */
+
+static void
+test_place(kvr_demand_t *d)
+{
+    int              k, moved, strays, off, bad;
+    size_t           i, s, lo, hi;
+    uint64_t         key, id;
+    uint64_t         first[PLACE_KEYS];
+    double           cost[PLACE_N];
+    uint32_t         count[PLACE_N];
+    kvr_pick_e       why;
+    kvr_candidate_t  c[PLACE_N], rev[PLACE_N], less[PLACE_N];
+
+    d->out_blocks = 1;
+    idle(c, PLACE_N);
+
+    for (i = 0; i < PLACE_N; i++) {
+        rev[i] = c[PLACE_N - 1 - i];
+        count[i] = 0;
+    }
+
+    /* the same choice whatever the order of the servers */
+
+    off = 0;
+    bad = 0;
+
+    for (k = 0; k < PLACE_KEYS; k++) {
+        key = 0x9e3779b97f4a7c15ULL * (uint64_t) (k + 1);
+        first[k] = placed(c, PLACE_N, d, key);
+        off += (placed(rev, PLACE_N, d, key) != first[k]);
+
+        s = server_of(c, PLACE_N, first[k]);
+        bad += (s == PLACE_N);
+
+        if (s < PLACE_N) {
+            count[s]++;
+        }
+    }
+
+    tap_is(bad, 0, "place: every new prefix gets a home, reason home");
+    tap_is(off, 0, "place: the servers' order changes no choice");
+
+    /* even: 1,000 each, within 5 standard deviations (5 * 28.9) */
+
+    lo = PLACE_KEYS;
+    hi = 0;
+
+    for (i = 0; i < PLACE_N; i++) {
+        lo = (count[i] < lo) ? count[i] : lo;
+        hi = (count[i] > hi) ? count[i] : hi;
+    }
+
+    tap_ok(lo > 855 && hi < 1145, "place: prefixes spread evenly");
+
+    /* a server goes: only its prefixes move */
+
+    for (i = 0, s = 0; i < PLACE_N; i++) {
+        if (i != 2) {
+            less[s++] = c[i];
+        }
+    }
+
+    moved = 0;
+    strays = 0;
+
+    for (k = 0; k < PLACE_KEYS; k++) {
+        key = 0x9e3779b97f4a7c15ULL * (uint64_t) (k + 1);
+        id = placed(less, PLACE_N - 1, d, key);
+
+        if (id != first[k]) {
+            moved++;
+            strays += (first[k] != c[2].id_hash);
+        }
+    }
+
+    tap_is(moved, count[2], "place: a server removed moves its prefixes");
+    tap_is(strays, 0, "place: ... and no other");
+
+    /* load within the slack changes nothing; beyond, the server is left */
+
+    c[3].inflight = 1;                          /* + 1,200: within */
+    off = 0;
+
+    for (k = 0; k < PLACE_KEYS; k++) {
+        key = 0x9e3779b97f4a7c15ULL * (uint64_t) (k + 1);
+        off += (placed(c, PLACE_N, d, key) != first[k]);
+    }
+
+    tap_is(off, 0, "place: a server within the slack keeps its prefixes");
+
+    c[3].inflight = 2;                          /* + 2,400: beyond */
+    moved = 0;
+    strays = 0;
+
+    for (k = 0; k < PLACE_KEYS; k++) {
+        key = 0x9e3779b97f4a7c15ULL * (uint64_t) (k + 1);
+        id = placed(c, PLACE_N, d, key);
+        strays += (id == c[3].id_hash);
+
+        if (id != first[k]) {
+            moved++;
+        }
+    }
+
+    tap_is(strays, 0, "place: none on a server busier than the slack");
+    tap_is(moved, count[3], "place: ... and only its prefixes move");
+
+    /* a server whose cache has no room would evict: left out */
+
+    c[3].inflight = 0;
+    c[4].capacity = 150;                        /* (0 + 1) * 100: room */
+    c[4].prefixes = 1;                          /* (1 + 1) * 100: none */
+    strays = 0;
+
+    for (k = 0; k < PLACE_KEYS; k++) {
+        key = 0x9e3779b97f4a7c15ULL * (uint64_t) (k + 1);
+        strays += (placed(c, PLACE_N, d, key) == c[4].id_hash);
+    }
+
+    tap_is(strays, 0, "place: none where a miss would evict, if room is");
+
+    /* weight: twice the weight, twice the prefixes (2/7 of them) */
+
+    idle(c, PLACE_N);
+    c[0].weight = 2;
+    strays = 0;
+
+    for (k = 0; k < PLACE_KEYS; k++) {
+        key = 0x9e3779b97f4a7c15ULL * (uint64_t) (k + 1);
+        strays += (placed(c, PLACE_N, d, key) == c[0].id_hash);
+    }
+
+    /* 1,714 expected, 5 standard deviations 175 */
+    tap_ok(strays > 1539 && strays < 1889, "place: by weight");
+
+    /* the rendezvous itself */
+
+    tap_is(kvr_policy_rendezvous(c, PLACE_N, 42, NULL, 0) < PLACE_N, 1,
+           "rendezvous: without costs, all qualify");
+
+    for (i = 0; i < PLACE_N; i++) {
+        cost[i] = 5;
+    }
+
+    tap_is(kvr_policy_rendezvous(c, PLACE_N, 42, cost, 4), PLACE_N,
+           "rendezvous: none within the limit");
+    cost[5] = 1;
+    tap_is(kvr_policy_rendezvous(c, PLACE_N, 42, cost, 4), 5,
+           "rendezvous: the only one within it");
+
+    /* a prefix held somewhere is not placed: the holder */
+
+    idle(c, PLACE_N);
+    c[1].overlap = 100;
+    d->first_block = 7;
+    tap_is(kvr_policy_pick(&conf_place, c, PLACE_N, d, &why), 1,
+           "place: a held prefix goes to its holder");
+    tap_is(why, KVR_PICK_OVERLAP, "place: reason overlap");
 }
 
 
@@ -412,6 +636,7 @@ main(void)
     tap_is(pick, 0, "cost: ... unless it is far busier");
 
     test_ttft(&d);
+    test_place(&d);
 
     tap_is(kvr_policy_from_name("cost", 4), KVR_POLICY_COST, "name cost");
     tap_is(kvr_policy_from_name("ttft", 4), KVR_POLICY_TTFT, "name ttft");

@@ -19,20 +19,21 @@
 
 
 static kvr_policy_conf_t  conf_kvroute = {
-    KVR_POLICY_KVROUTE, 16, 1.0, 4, 1.5, 1, 4096, 4, 1200, 2, 40000
+    KVR_POLICY_KVROUTE, 16, 1.0, 4, 1.5, 1, 4096, 4, 1200, 2, 40000, 0
 };
 
 static kvr_policy_conf_t  conf_dynamo = {
-    KVR_POLICY_DYNAMO, 16, 1.0, 4, 1.5, 1, 4096, 4, 1200, 2, 40000
+    KVR_POLICY_DYNAMO, 16, 1.0, 4, 1.5, 1, 4096, 4, 1200, 2, 40000, 0
 };
 
 static kvr_policy_conf_t  conf_cost = {
-    KVR_POLICY_COST, 16, 1.0, 4, 1.5, 1, 4096, 4, 1200, 2, 40000
+    KVR_POLICY_COST, 16, 1.0, 4, 1.5, 1, 4096, 4, 1200, 2, 40000, 0
 };
 
 
 static kvr_homes_t      homes[KVR_INDEX_MAX_SLOTS];
 static kvr_homes_t      saved[KVR_INDEX_MAX_SLOTS];
+static kvr_homes_t      roots[KVR_INDEX_MAX_SLOTS];
 static kvr_candidate_t  cand[N];
 
 
@@ -102,6 +103,7 @@ main(void)
     px.homes = homes;
     px.slots = slots;
     px.pred = NULL;
+    px.roots = NULL;
     px.now_msec = 1000;
 
     /* dynamo weighs no prefixes */
@@ -206,13 +208,13 @@ main(void)
 
     /* a route: the homes learn, and cost places a new prefix at once */
 
-    kvr_prefixes_routed(&conf_cost, homes, slots[1], 30, 0);
+    kvr_prefixes_routed(&conf_cost, homes, NULL, slots[1], 30, 0);
     candidates(0, 0, 0, 0, 0, 0);
     px.now_msec += 1;
     kvr_prefixes_count(&conf_cost, &px, cand, N, &share);
     tap_is(cand[1].prefixes, 2, "cost: a miss placed counts before a recount");
 
-    kvr_prefixes_routed(&conf_cost, homes, slots[1], 20, 5);
+    kvr_prefixes_routed(&conf_cost, homes, NULL, slots[1], 20, 5);
     candidates(0, 0, 0, 0, 0, 0);
     px.now_msec += 1;
     kvr_prefixes_count(&conf_cost, &px, cand, N, &share);
@@ -221,13 +223,43 @@ main(void)
     tap_is(kvr_homes_routes(&homes[slots[1]], 30, &share), 1,
            "the route is in the homes");
 
-    kvr_prefixes_routed(&conf_kvroute, homes, slots[0], 40, 0);
+    kvr_prefixes_routed(&conf_kvroute, homes, NULL, slots[0], 40, 0);
     tap_is(kvr_homes_routes(&homes[slots[0]], 40, &share), 1,
            "kvroute: the route is in the homes too");
 
+    /*
+     * kv mode: the counts come from the prefixes the engines' events
+     * stored (roots), not from this frontend's routes
+     */
+
+    memset(roots, 0, sizeof(roots));
+    kvr_homes_learn(&roots[slots[1]], 20);
+    kvr_homes_learn(&roots[slots[1]], 50);
+    kvr_homes_learn(&roots[slots[1]], 51);
+    kvr_index_add_ref(ix, slots[1], 50);
+    kvr_index_add_ref(ix, slots[1], 51);
+
+    px.roots = roots;
+    px.now_msec += 1000;
+    candidates(0, 0, 0, 0, 0, 0);
+    kvr_prefixes_count(&conf_cost, &px, cand, N, &share);
+    tap_is(cand[0].prefixes, 0, "roots: a's routes are not counted");
+    tap_is(cand[1].prefixes, 3, "roots: b's stored prefixes are");
+
+    kvr_prefixes_routed(&conf_cost, homes, roots, slots[0], 60, 0);
+    candidates(0, 0, 0, 0, 0, 0);
+    px.now_msec += 1;
+    kvr_prefixes_count(&conf_cost, &px, cand, N, &share);
+    tap_is(cand[0].prefixes, 1, "roots: a miss placed counts until a recount");
+
+    candidates(0, 0, 0, 0, 0, 0);
+    kvr_prefixes_count(&conf_kvroute, &px, cand, N, &share);
+    tap_is(cand[1].prefixes, 3, "roots: kvroute counts them too");
+    px.roots = NULL;
+
     memcpy(saved, homes, sizeof(homes));
-    kvr_prefixes_routed(&conf_cost, homes, -1, 30, 0);
-    kvr_prefixes_routed(&conf_cost, homes, KVR_INDEX_MAX_SLOTS, 30, 0);
+    kvr_prefixes_routed(&conf_cost, homes, NULL, -1, 30, 0);
+    kvr_prefixes_routed(&conf_cost, homes, NULL, KVR_INDEX_MAX_SLOTS, 30, 0);
     tap_ok(memcmp(saved, homes, sizeof(homes)) == 0,
            "a route to no slot, or one past the homes, changes nothing");
 

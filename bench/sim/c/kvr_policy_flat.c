@@ -71,6 +71,9 @@ kvr_flat_pick(const double *in, uint32_t n)
     conf.ttft_evict = in[9];
     conf.ttft_wait = in[10];
 
+    /* the module's default: the simulator sees one frontend */
+    conf.place_slack = KVR_POLICY_PLACE_SLACK;
+
     d.blocks = (uint32_t) in[11];
     d.tokens = (uint32_t) in[12];
     d.first_block = kvr_flat_u64(&in[13]);
