@@ -237,7 +237,7 @@ async function drive(o, wl, emu, ports, extra) {
   if (process.env.KVBENCH_TRACE) {
     // one line a request, in send order: for looking into a policy
     require('node:fs').writeFileSync(process.env.KVBENCH_TRACE, records.map((r) =>
-      JSON.stringify({ prefix: r.prefixId, engine: r.engine, cached: r.cachedTokens,
+      JSON.stringify({ prefix: r.prefixId, engine: r.engine, cached: r.cachedTokens, frontend: r.frontend, overlap: r.overlap, reason: r.reason,
         ttft: r.ttftMs, total: r.totalMs })).join('\n') + '\n');
   }
   const res = summarise(records, wallMs * ts, {

@@ -26,6 +26,8 @@ static void kvr_kvstate_drop(void *data, uint64_t engine, uint64_t key);
 static int kvr_kvstate_gpu(const kvr_event_t *ev);
 static int kvr_kvstate_main(kvr_kvstate_t *st, const kvr_event_t *ev);
 static void kvr_kvstate_cleared(kvr_kvstate_t *st, kvr_index_t *ix);
+static void kvr_kvstate_unpredict(kvr_kvstate_t *st, kvr_index_t *ix,
+    uint64_t key);
 static void kvr_kvstate_removed(kvr_kvstate_t *st, kvr_index_t *ix,
     const kvr_event_t *ev);
 static void kvr_kvstate_stored(kvr_kvstate_t *st, kvr_index_t *ix,
@@ -49,6 +51,7 @@ kvr_kvstate_init(kvr_kvstate_t *st, int slot, uint32_t block_size,
     }
 
     st->slot = slot;
+    st->pred_slot = -1;
     st->block_size = block_size;
 
     return 0;
@@ -272,7 +275,24 @@ kvr_kvstate_removed(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev)
         }
 
         kvr_index_remove_ref(ix, st->slot, key);
+        kvr_kvstate_unpredict(st, ix, key);
         st->stats.removed++;
+    }
+}
+
+
+/*
+ * Predictions stand in for a server's events until they arrive: once its
+ * events store or remove a block, the index says what the engine holds,
+ * and a prediction kept longer would outlive the engine's eviction of it
+ * (a route believed to hit that misses)
+ */
+
+static void
+kvr_kvstate_unpredict(kvr_kvstate_t *st, kvr_index_t *ix, uint64_t key)
+{
+    if (st->pred_slot >= 0) {
+        kvr_index_remove_ref(ix, st->pred_slot, key);
     }
 }
 
@@ -390,6 +410,8 @@ kvr_kvstate_store(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev,
         }
 
         for (j = 0; j < n; j++) {
+
+            kvr_kvstate_unpredict(st, ix, keys[j]);
 
             /*
              * held once: a re-announced block adds no reference; a block

@@ -92,6 +92,9 @@ typedef struct {
     uint8_t         groups[KVR_KVSTATE_GROUPS];  /* 0 unknown, 1 main, 2 */
     kvr_homes_t    *roots;            /* the prefixes the engine stored
                                          (first blocks), or NULL */
+    int             pred_slot;        /* the server's predictions, -1:
+                                         none; a block its events store
+                                         or remove is predicted no more */
     kvr_kvstats_t   stats;
 } kvr_kvstate_t;
 

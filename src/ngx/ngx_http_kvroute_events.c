@@ -340,6 +340,7 @@ ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
     sub->state.roots = (slot >= 0 && slot < NGX_HTTP_KVROUTE_MAX_PEERS)
                        ? &kcf->zone->sh->roots[slot] : NULL;
     sub->pred_slot = kcf->runtime->pred_slots[peer_index];
+    sub->state.pred_slot = sub->pred_slot;
     sub->zmq = ev->zmq;
 
     /* a server's ranks share its slot: each one resets only its own */

@@ -365,6 +365,47 @@ test_roots(kvr_index_t *ix, int slot, const uint32_t *tokens)
 }
 
 
+/* (i) predictions stand in until the server's events store or remove */
+
+static void
+test_unpredict(kvr_index_t *ix, int slot, const uint32_t *tokens)
+{
+    int            pred;
+    uint64_t       keys[4], h[4] = { 600, 601, 602, 603 };
+    kvr_event_t    ev;
+    kvr_kvstate_t  st;
+
+    kvr_hash_token_blocks(tokens, 4 * BS, BS, kvr_hash_seed(NULL, 0, NULL, 0),
+                          keys, 4);
+
+    pred = kvr_index_slot(ix, "~127.0.0.1:8001", 15);
+    kvr_kvstate_init(&st, slot, BS, 1000);
+    tap_is(st.pred_slot, -1, "predictions: none unless told");
+    kvr_index_clear_slot(ix, slot);
+    kvr_index_record(ix, pred, keys, 4);
+    st.pred_slot = pred;
+
+    ev = stored(h, 2, tokens, 0, 0);
+    kvr_kvstate_apply(&st, ix, &ev);
+    tap_ok(kvr_index_match(ix, slot, keys, 4) == 2
+           && kvr_index_match(ix, pred, keys, 1) == 0
+           && kvr_index_match(ix, pred, keys + 2, 2) == 2,
+           "predictions: the blocks stored are predicted no more, "
+           "the others still are");
+
+    /* predicted again (a route), then evicted by the engine */
+    kvr_index_record(ix, pred, keys, 4);
+    ev = removed(h, 2);
+    kvr_kvstate_apply(&st, ix, &ev);
+    tap_ok(kvr_index_match(ix, slot, keys, 1) == 0
+           && kvr_index_match(ix, pred, keys, 1) == 0,
+           "predictions: an eviction removes the prediction too");
+
+    kvr_index_clear_slot(ix, pred);
+    kvr_kvstate_free(&st);
+}
+
+
 /* (d) a rejected batch keeps the sequence; gaps; replay decisions */
 static void
 test_batches(kvr_index_t *ix, int slot)
@@ -537,6 +578,7 @@ main(void)
     test_ranks(ix, slot, tokens);
     test_batches(ix, slot);
     test_roots(ix, slot, tokens);
+    test_unpredict(ix, slot, tokens);
 
     free(region);
 
