@@ -8,7 +8,8 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { execFile } = require('node:child_process');
 const { buildWorkload, singleTokenWords, rng } = require('../loadgen/workload');
-const { percentile, upperBound, summarisePhases } = require('../loadgen/stats');
+const { percentile, upperBound, summarisePhases, beliefs, perFrontend } = require('../loadgen/stats');
+const { staleServers, splitter } = require('../loadgen/run');
 const { routerTable } = require('../loadgen/routers');
 const { nginxConf } = require('../loadgen/nginx');
 const { TextTokenizer } = require('../emulator/tokenize');
@@ -126,6 +127,47 @@ test('engine down: phases split by send time, the engine counted; nginx told to 
   assert.match(down, /proxy_next_upstream error timeout non_idempotent;/);
 });
 
+test('frontends: the split, believed vs actual, stale servers, the status location', () => {
+  const alt = splitter('alternate', 3, 1, 0);
+  assert.deepEqual([0, 1, 2, 3, 4].map((i) => alt(i, 0)), [0, 1, 2, 0, 1]);
+  const cl = splitter('client', 2, 1, 0);
+  assert.deepEqual([0, 1, 2, 3].map((i) => cl(i, 3)), [1, 1, 1, 1], 'one frontend per client');
+  assert.deepEqual([0, 1, 2, 3].map((c) => cl(0, c)), [0, 1, 0, 1]);
+  const r1 = splitter('random', 4, 7, 0);
+  const r2 = splitter('random', 4, 7, 0);
+  const draws = Array.from({ length: 400 }, (_, i) => r1(i));
+  assert.deepEqual(draws, Array.from({ length: 400 }, (_, i) => r2(i)), 'seeded: the same split');
+  for (let f = 0; f < 4; f++) {
+    const n = draws.filter((x) => x === f).length;
+    assert.ok(n > 60 && n < 140, `frontend ${f}: ${n} of 400`);
+  }
+  assert.equal(splitter('alternate', 1, 1, 0), null, 'one frontend: no split');
+  assert.throws(() => splitter('nope', 2, 1, 0), /--split/);
+
+  // routed for a predicted hit (overlap > 0): did it hit?
+  const rec = (overlap, cached, frontend) => ({ ok: true, overlap, cachedTokens: cached, frontend, ttftMs: 10 });
+  const rs = [rec(5, 32, 0), rec(5, 0, 1), rec(0, 16, 0), rec(127, 2032, 1), rec(0, 0, 1)];
+  assert.deepEqual(beliefs(rs), { believed_hits: 3, believed_hit_share: 0.6667, false_hits: 1 });
+  assert.deepEqual(beliefs([{ ok: true, overlap: null, cachedTokens: 5 }]),
+    { believed_hits: null, believed_hit_share: null, false_hits: null }, 'a router that says nothing');
+  const pf = perFrontend(rs, 2);
+  assert.deepEqual(pf.map((f) => [f.requests, f.believed_hits, f.false_hits]), [[2, 1, 0], [3, 2, 1]]);
+
+  const status = [
+    'kvroute_events_stale{upstream="u",server="127.0.0.1:1"} 0',
+    'kvroute_events_stale{upstream="u",server="127.0.0.1:2"} 1',
+    'kvroute_events_stale_total{upstream="u",server="127.0.0.1:2"} 3',
+  ].join('\n');
+  assert.deepEqual(staleServers(status), ['127.0.0.1:2']);
+
+  const table = routerTable('/top', '/top/build', { basePort: 9001, eventsBasePort: 9101, replayBasePort: 9201 });
+  const kv = nginxConf({ dir: '/tmp/x', router: table['kvroute-kv'], port: 9000, enginePorts: [9001] });
+  assert.match(kv, /location = \/kvroute_status \{\s+kvroute_status;/);
+  assert.match(kv, /add_header X-Kvroute-Overlap \$kvroute_overlap always;/);
+  const rr = nginxConf({ dir: '/tmp/x', router: table.round_robin, port: 9000, enginePorts: [9001] });
+  assert.doesNotMatch(rr, /kvroute_status|X-Kvroute/, 'no kvroute, no kvroute directives');
+});
+
 function kvbench(args) {
   return new Promise((resolve) => {
     execFile(process.execPath, [KVBENCH, ...args], { timeout: 60000 }, (err, stdout, stderr) => {
@@ -193,3 +235,24 @@ test('kvbench: random_conn keeps each client on one engine; dynamo routes on the
   assert.equal(dj.request_hit_rate, Math.round(10000 * 10 / 12) / 10000);
   assert.ok(dj.emulator && typeof dj.emulator.lateness_p99_ms === 'number');
 });
+
+const haveModule = fs.existsSync(path.join(__dirname, '..', '..', 'build', 'ngx_http_kvroute_module.so'));
+
+test('kvbench --frontends 2: two nginx instances on the same engines, none stale, believed vs actual',
+  { skip: (!haveNginx && 'no nginx') || (!haveModule && 'no module (make all)') }, async () => {
+    const base = 44000 + Math.floor(Math.random() * 2000) * 10;
+    const r = await kvbench(['run', '--router', 'kvroute-kv', '--workers', '3', '--prefixes', '2',
+      '--concurrency', '2', '--requests', '12', '--seed', '5', '--time-scale', '20', '--json',
+      '--frontends', '2', '--split', 'client', '--port', String(base), '--base-port', String(base + 2),
+      '--events-base-port', String(base + 5)]);
+    assert.equal(r.code, 0, r.stderr);
+    const j = JSON.parse(r.stdout.trim().split('\n').pop());
+    assert.equal(j.errors, 0);
+    assert.equal(j.frontends, 2);
+    assert.deepEqual(j.stale_at_start, []);
+    assert.deepEqual(j.per_frontend.map((f) => f.requests), [6, 6], 'one client each');
+    // every request was told what kvroute believed; 2 types on 3 engines:
+    // after each type's first request the rest are routed for a hit
+    assert.ok(j.believed_hits >= 8, `believed ${j.believed_hits}`);
+    assert.equal(j.believed_hit_share, 1);
+  });
