@@ -699,7 +699,7 @@ kvr_policy_place(const kvr_policy_conf_t *conf, const kvr_candidate_t *cand,
     size_t n, const kvr_demand_t *demand)
 {
     size_t  i, best;
-    double  cost, least;
+    double  cost, least, limit, held, fewest;
     double  costs[KVR_POLICY_PLACE_MAX];
 
     if (n > KVR_POLICY_PLACE_MAX) {
@@ -718,8 +718,35 @@ kvr_policy_place(const kvr_policy_conf_t *conf, const kvr_candidate_t *cand,
         }
     }
 
-    best = kvr_policy_rendezvous(cand, n, demand->first_block, costs,
-                                 least + conf->place_slack);
+    limit = least + conf->place_slack;
+
+    /*
+     * of those, the ones holding the fewest prefixes per unit of weight,
+     * so prefixes partition evenly (kv mode: counted from the engines'
+     * events, the same for every frontend)
+     */
+
+    fewest = -1;
+
+    for (i = 0; i < n; i++) {
+        held = (double) cand[i].prefixes
+               / (cand[i].weight ? cand[i].weight : 1);
+
+        if (costs[i] <= limit && (fewest < 0 || held < fewest)) {
+            fewest = held;
+        }
+    }
+
+    for (i = 0; i < n; i++) {
+        held = (double) cand[i].prefixes
+               / (cand[i].weight ? cand[i].weight : 1);
+
+        if (held > fewest) {
+            costs[i] = HUGE_VAL;
+        }
+    }
+
+    best = kvr_policy_rendezvous(cand, n, demand->first_block, costs, limit);
 
     /* the cheapest always qualifies; n only for a NaN cost */
 

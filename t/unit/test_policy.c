@@ -226,6 +226,31 @@ test_place(kvr_demand_t *d)
 
     tap_is(strays, 0, "place: none where a miss would evict, if room is");
 
+    /* the fewest prefixes first, then the hash among those */
+
+    idle(c, PLACE_N);
+
+    for (i = 0; i < PLACE_N; i++) {
+        c[i].prefixes = 2;
+    }
+
+    c[1].prefixes = 1;
+    c[4].prefixes = 1;
+    c[5].prefixes = 1;
+    c[5].inflight = 2;                          /* beyond the slack */
+    strays = 0;
+    moved = 0;
+
+    for (k = 0; k < PLACE_KEYS; k++) {
+        key = 0x9e3779b97f4a7c15ULL * (uint64_t) (k + 1);
+        id = placed(c, PLACE_N, d, key);
+        strays += (id != c[1].id_hash && id != c[4].id_hash);
+        moved += (id == c[1].id_hash);
+    }
+
+    tap_is(strays, 0, "place: the fewest prefixes within the slack first");
+    tap_ok(moved > 2700 && moved < 3300, "place: ... then the hash");
+
     /* weight: twice the weight, twice the prefixes (2/7 of them) */
 
     idle(c, PLACE_N);
