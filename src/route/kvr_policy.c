@@ -688,8 +688,9 @@ kvr_policy_ttft_cost(const kvr_policy_conf_t *conf,
  * this frontend knows (its own requests in flight, pins, predictions):
  * frontends in front of the same engines would each put the prefix
  * somewhere else, and each copy evicts another prefix.  Any server within
- * place_slack of the cheapest is as good a home, so the prefix's first
- * block chooses among them by rendezvous hashing: frontends seeing the
+ * place_slack of the cheapest is as good a home; of those holding the
+ * fewest prefixes, the prefix's first block chooses by rendezvous
+ * hashing: frontends seeing the
  * same engines (kv mode: the same events) agree without talking, and a
  * server that goes moves only the prefixes it was home to.
  */
@@ -707,7 +708,7 @@ kvr_policy_place(const kvr_policy_conf_t *conf, const kvr_candidate_t *cand,
     }
 
     least = 0;
-    costs[0] = 0;
+    costs[0] = 0;                   /* n > 0; for the compiler's sake */
 
     for (i = 0; i < n; i++) {
         cost = kvr_policy_ttft_cost(conf, &cand[i], demand, 0);
@@ -748,7 +749,7 @@ kvr_policy_place(const kvr_policy_conf_t *conf, const kvr_candidate_t *cand,
 
     best = kvr_policy_rendezvous(cand, n, demand->first_block, costs, limit);
 
-    /* the cheapest always qualifies; n only for a NaN cost */
+    /* one within the limit holding the fewest qualifies; n: NaN costs */
 
     return best < n ? best : 0;
 }

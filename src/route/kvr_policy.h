@@ -51,8 +51,9 @@ typedef struct {
                                        in prompt tokens */
     double         place_slack;     /* ttft: a prefix no server holds goes
                                        to the rendezvous choice among the
-                                       servers this close to the cheapest,
-                                       in prompt tokens; 0: the cheapest */
+                                       servers this close to the cheapest
+                                       (in prompt tokens) holding the
+                                       fewest prefixes; 0: the cheapest */
 } kvr_policy_conf_t;
 
 
