@@ -122,6 +122,8 @@ ngx_module_t  ngx_http_kvroute_module = {
  * kvroute [mode=approx|kv|round_robin|random] [zone=name[:size]]
  *         [events_port=[+]N [replay_port=[+]N] [events_ranks=K]
  *          [events_topic=T] [predict=blocks] [models=name[,name...]]]
+ *         [metrics=on|off [metrics_path=/metrics] [metrics_interval=500ms]
+ *          [metrics_port=[+]N]]
  *         [block_size=16] [capacity=blocks]
  *         [policy=ttft|cost|kvroute|dynamo]
  *         [overlap_weight=1.0] [balance_abs=N] [balance_rel=R] [spread=N]
@@ -202,6 +204,21 @@ ngx_http_kvroute_check_params(ngx_conf_t *cf,
         }
     }
 
+    if (kcf->metrics_path.len == 0 || kcf->metrics_path.data[0] != '/'
+        || ngx_strlchr(kcf->metrics_path.data,
+                       kcf->metrics_path.data + kcf->metrics_path.len, ' ')
+        || ngx_strlchr(kcf->metrics_path.data,
+                       kcf->metrics_path.data + kcf->metrics_path.len, '\r')
+        || ngx_strlchr(kcf->metrics_path.data,
+                       kcf->metrics_path.data + kcf->metrics_path.len, '\n'))
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid \"metrics_path\" value \"%V\": "
+                           "expected a path starting with \"/\", without "
+                           "spaces", &kcf->metrics_path);
+        return NGX_CONF_ERROR;
+    }
+
     if (kcf->chunk_bytes == NGX_CONF_UNSET_UINT) {
         /* about 4 bytes of text per token: a chunk stands for a block */
         kcf->chunk_bytes = 4 * kcf->block_size;
@@ -261,7 +278,14 @@ ngx_http_kvroute_add_upstream(ngx_conf_t *cf,
 
     *up = uscf;
 
-    if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV && kmcf->kv++ == 0
+    if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) {
+        kmcf->kv++;
+    }
+
+    /* one helper for every upstream's events and scrapes */
+
+    if ((kcf->mode == NGX_HTTP_KVROUTE_MODE_KV || kcf->metrics)
+        && kmcf->helped++ == 0
         && ngx_http_kvroute_events_add_helper(cf, kmcf) != NGX_OK)
     {
         return NGX_CONF_ERROR;
@@ -716,6 +740,8 @@ ngx_http_kvroute_create_srv_conf(ngx_conf_t *cf)
     kcf->policy.evict = 4;
     kcf->events_ranks = 1;
     kcf->predict = 1024;
+    ngx_str_set(&kcf->metrics_path, "/metrics");
+    kcf->metrics_interval = 500;
 
     return kcf;
 }
@@ -815,7 +841,7 @@ ngx_http_kvroute_init_process(ngx_cycle_t *cycle)
 
     /* no helper process without a master: the events run here */
 
-    if (ngx_process == NGX_PROCESS_SINGLE && kmcf && kmcf->kv) {
+    if (ngx_process == NGX_PROCESS_SINGLE && kmcf && kmcf->helped) {
         return ngx_http_kvroute_events_init_single(cycle, kmcf);
     }
 

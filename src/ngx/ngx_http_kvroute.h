@@ -17,6 +17,7 @@
 #include "kvr_policy.h"
 #include "kvr_homes.h"
 #include "kvr_pins.h"
+#include "kvr_engine_load.h"
 #include "kvr_tokenizer.h"
 #include "kvr_chat.h"
 #include "kvr_keys.h"
@@ -97,6 +98,34 @@ typedef struct {
 } ngx_http_kvroute_events_stats_t;
 
 
+/* why a server's load is its own counts; names in ..._scrape_reasons[] */
+typedef enum {
+    NGX_HTTP_KVROUTE_SCRAPE_OK = 0,
+    NGX_HTTP_KVROUTE_SCRAPE_NEVER,       /* no scrape has succeeded yet */
+    NGX_HTTP_KVROUTE_SCRAPE_OLD,         /* the last success is too old */
+    NGX_HTTP_KVROUTE_SCRAPE_CONNECT,
+    NGX_HTTP_KVROUTE_SCRAPE_TIMEOUT,
+    NGX_HTTP_KVROUTE_SCRAPE_IO,
+    NGX_HTTP_KVROUTE_SCRAPE_CLOSED,      /* before the reply's head ended */
+    NGX_HTTP_KVROUTE_SCRAPE_NOT_HTTP,
+    NGX_HTTP_KVROUTE_SCRAPE_STATUS,      /* not 200 */
+    NGX_HTTP_KVROUTE_SCRAPE_CHUNKED,
+    NGX_HTTP_KVROUTE_SCRAPE_TOO_LARGE,
+    NGX_HTTP_KVROUTE_SCRAPE_NO_METRICS,  /* no running nor waiting */
+    NGX_HTTP_KVROUTE_SCRAPE_LAST
+} ngx_http_kvroute_scrape_reason_e;
+
+
+/* a server's engine as its last scrapes saw it; the helper writes, locked */
+typedef struct {
+    uint64_t                         ok_msec;     /* last success, sent at */
+    uint64_t                         scrapes;
+    uint64_t                         failures;
+    ngx_uint_t                       failure;     /* of the last attempt */
+    kvr_engine_load_t                load;        /* of the last success */
+} ngx_http_kvroute_engine_stats_t;
+
+
 /* the shared part of a zone */
 typedef struct {
     ngx_atomic_t                     decisions[NGX_HTTP_KVROUTE_R_LAST];
@@ -104,6 +133,7 @@ typedef struct {
     ngx_atomic_t                     helper_starts;
     ngx_atomic_t                     nrows;       /* rows ever claimed */
     ngx_http_kvroute_events_stats_t  events[NGX_HTTP_KVROUTE_MAX_PEERS];
+    ngx_http_kvroute_engine_stats_t  engines[NGX_HTTP_KVROUTE_MAX_PEERS];
     ngx_http_kvroute_row_t           rows[NGX_HTTP_KVROUTE_MAX_ROWS];
     kvr_homes_t                      homes[NGX_HTTP_KVROUTE_MAX_PEERS];
     kvr_homes_t                      roots[NGX_HTTP_KVROUTE_MAX_PEERS];
@@ -191,6 +221,12 @@ typedef struct {
     /* kv mode: blocks of recent routes, predicted until events come */
     ngx_uint_t                       predict;
 
+    /* metrics=on: the helper scrapes each server's engine */
+    ngx_uint_t                       metrics;
+    ngx_str_t                        metrics_path;
+    ngx_msec_t                       metrics_interval;
+    ngx_http_kvroute_port_t          metrics_port;  /* 0: the server's */
+
     /* not configuration: this process's, set once in init_process */
     ngx_http_kvroute_runtime_t      *runtime;
 } ngx_http_kvroute_srv_conf_t;
@@ -234,7 +270,9 @@ typedef struct {
     ngx_array_t                      upstreams;  /* srv_conf_t * */
     ngx_array_t                      tokenizers; /* _tokenizer_t */
     ngx_uint_t                       kv;         /* upstreams in mode=kv */
+    ngx_uint_t                       helped;     /* kv or metrics=on */
     void                            *events;     /* the helper's state */
+    void                            *scrape;     /* its scrapes' */
 } ngx_http_kvroute_main_conf_t;
 
 
@@ -320,6 +358,14 @@ ngx_int_t ngx_http_kvroute_events_add_helper(ngx_conf_t *cf,
     ngx_http_kvroute_main_conf_t *kmcf);
 ngx_int_t ngx_http_kvroute_events_init_single(ngx_cycle_t *cycle,
     ngx_http_kvroute_main_conf_t *kmcf);
+
+/* metrics=on: the helper's scrapes, and the load they give */
+ngx_msec_t ngx_http_kvroute_scrape_tick(ngx_http_kvroute_main_conf_t *kmcf);
+ngx_uint_t ngx_http_kvroute_engine_state(ngx_http_kvroute_srv_conf_t *kcf,
+    ngx_int_t slot);
+void ngx_http_kvroute_engine_loads(ngx_http_kvroute_srv_conf_t *kcf,
+    int *slots, ngx_uint_t n, kvr_candidate_t *cand, uint32_t tokens);
+extern ngx_str_t  ngx_http_kvroute_scrape_reasons[];
 
 /* status and variables */
 char *ngx_http_kvroute_status(ngx_conf_t *cf, ngx_command_t *cmd,

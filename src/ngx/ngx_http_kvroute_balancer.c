@@ -353,6 +353,9 @@ ngx_http_kvroute_pick_cached(ngx_http_kvroute_peer_data_t *kp,
     ngx_http_kvroute_pins_gather(kcf, ctx, cs->slots, cs->n, cs->cand,
                                  &demand);
 
+    ngx_http_kvroute_engine_loads(kcf, cs->slots, cs->n, cs->cand,
+                                  demand.tokens);
+
     chosen = kvr_policy_pick(&kcf->policy, cs->cand, cs->n, &demand, &why);
 
     ngx_http_kvroute_pin(kp, cs->slots[chosen], demand.out_blocks);

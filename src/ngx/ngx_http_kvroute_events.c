@@ -199,6 +199,7 @@ ngx_http_kvroute_events_manager(void *data)
 {
     ngx_http_kvroute_main_conf_t  *kmcf = data;
 
+    ngx_msec_t                  delay;
     ngx_uint_t                  i, busy;
     ngx_http_kvroute_events_t  *ev;
 
@@ -215,7 +216,9 @@ ngx_http_kvroute_events_manager(void *data)
         busy |= ngx_http_kvroute_events_drain(ev, &ev->subs[i]);
     }
 
-    return busy ? 1 : NGX_HTTP_KVROUTE_EVENTS_IDLE;
+    delay = ngx_http_kvroute_scrape_tick(kmcf);
+
+    return busy ? 1 : ngx_min(delay, NGX_HTTP_KVROUTE_EVENTS_IDLE);
 }
 
 
@@ -247,6 +250,13 @@ ngx_http_kvroute_events_start(ngx_http_kvroute_main_conf_t *kmcf)
             n = peers->number + (peers->next ? peers->next->number : 0);
             nsubs += n * kcf->events_ranks;
         }
+    }
+
+    /* metrics=on alone: a helper that only scrapes */
+
+    if (nsubs == 0) {
+        kmcf->events = ev;
+        return NGX_OK;
     }
 
     ev->subs = ngx_calloc(nsubs * sizeof(ngx_http_kvroute_sub_t),

@@ -62,6 +62,8 @@ static char *ngx_http_kvroute_set_str(ngx_conf_t *cf,
     ngx_http_kvroute_param_t *param, ngx_str_t *value, void *field);
 static char *ngx_http_kvroute_set_zone(ngx_conf_t *cf,
     ngx_http_kvroute_param_t *param, ngx_str_t *value, void *field);
+static char *ngx_http_kvroute_set_msec(ngx_conf_t *cf,
+    ngx_http_kvroute_param_t *param, ngx_str_t *value, void *field);
 
 
 static ngx_conf_enum_t  ngx_http_kvroute_modes[] = {
@@ -69,6 +71,12 @@ static ngx_conf_enum_t  ngx_http_kvroute_modes[] = {
     { ngx_string("kv"), NGX_HTTP_KVROUTE_MODE_KV },
     { ngx_string("round_robin"), NGX_HTTP_KVROUTE_MODE_ROUND_ROBIN },
     { ngx_string("random"), NGX_HTTP_KVROUTE_MODE_RANDOM },
+    { ngx_null_string, 0 }
+};
+
+static ngx_conf_enum_t  ngx_http_kvroute_on_off[] = {
+    { ngx_string("on"), 1 },
+    { ngx_string("off"), 0 },
     { ngx_null_string, 0 }
 };
 
@@ -84,6 +92,8 @@ static ngx_http_kvroute_uint_bounds_t  ngx_http_kvroute_text_chunk_bounds =
     { 1, 1048576 };
 static ngx_http_kvroute_uint_bounds_t  ngx_http_kvroute_ranks_bounds =
     { 1, 64 };
+static ngx_http_kvroute_uint_bounds_t  ngx_http_kvroute_interval_bounds =
+    { 50, 60000 };                                      /* ms */
 
 static ngx_http_kvroute_double_bounds_t  ngx_http_kvroute_weight_bounds =
     { 0, 1000 };
@@ -213,6 +223,26 @@ static ngx_http_kvroute_param_t  ngx_http_kvroute_params[] = {
       ngx_http_kvroute_set_uint,
       ngx_http_kvroute_param_offset(predict),
       &ngx_http_kvroute_count_bounds },
+
+    { ngx_string("metrics"),
+      ngx_http_kvroute_set_enum,
+      ngx_http_kvroute_param_offset(metrics),
+      ngx_http_kvroute_on_off },
+
+    { ngx_string("metrics_path"),
+      ngx_http_kvroute_set_str,
+      ngx_http_kvroute_param_offset(metrics_path),
+      "a path, as \"/metrics\"" },
+
+    { ngx_string("metrics_interval"),
+      ngx_http_kvroute_set_msec,
+      ngx_http_kvroute_param_offset(metrics_interval),
+      &ngx_http_kvroute_interval_bounds },
+
+    { ngx_string("metrics_port"),
+      ngx_http_kvroute_set_port,
+      ngx_http_kvroute_param_offset(metrics_port),
+      NULL },
 
     { ngx_string("models"),
       ngx_http_kvroute_set_str,
@@ -542,6 +572,35 @@ ngx_http_kvroute_set_str(ngx_conf_t *cf, ngx_http_kvroute_param_t *param,
     }
 
     *(ngx_str_t *) field = *value;
+
+    return NGX_CONF_OK;
+}
+
+
+/* a time, "500ms" or "1s", within bounds in ms */
+
+static char *
+ngx_http_kvroute_set_msec(ngx_conf_t *cf, ngx_http_kvroute_param_t *param,
+    ngx_str_t *value, void *field)
+{
+    ngx_int_t                        ms;
+    ngx_http_kvroute_uint_bounds_t  *b;
+
+    b = param->post;
+
+    ms = ngx_parse_time(value, 0);
+
+    if (ms == NGX_ERROR || (ngx_uint_t) ms < b->min
+        || (ngx_uint_t) ms > b->max)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid \"%V\" value \"%V\": expected a time "
+                           "from %uims to %uims", &param->name, value,
+                           b->min, b->max);
+        return NGX_CONF_ERROR;
+    }
+
+    *(ngx_msec_t *) field = (ngx_msec_t) ms;
 
     return NGX_CONF_OK;
 }

@@ -50,7 +50,23 @@ static ngx_str_t  ngx_http_kvroute_events_metrics[] = {
 };
 
 
+/* and, with metrics=on, of its engine's metrics */
+static ngx_str_t  ngx_http_kvroute_engine_metrics[] = {
+    ngx_string("kvroute_engine_running_requests"),
+    ngx_string("kvroute_engine_waiting_requests"),
+    ngx_string("kvroute_engine_kv_usage_permille"),
+    ngx_string("kvroute_engine_scrapes_total"),
+    ngx_string("kvroute_engine_scrape_failures_total"),
+    ngx_string("kvroute_engine_scrape_age_milliseconds"),
+    ngx_null_string
+};
+
+
 /* the longer list: room for the values of one server's lines */
+/* room for the longest of ngx_http_kvroute_scrape_reasons[] */
+#define NGX_HTTP_KVROUTE_REASON_LEN  32
+
+
 #define NGX_HTTP_KVROUTE_EVENTS_METRICS                                      \
     (sizeof(ngx_http_kvroute_events_metrics) / sizeof(ngx_str_t) - 1)
 
@@ -66,6 +82,9 @@ static u_char *ngx_http_kvroute_status_peer(u_char *p, u_char *last,
     ngx_http_kvroute_srv_conf_t *kcf, ngx_str_t *server, ngx_int_t slot,
     ngx_uint_t backup);
 static u_char *ngx_http_kvroute_status_events(u_char *p, u_char *last,
+    ngx_http_kvroute_srv_conf_t *kcf, ngx_str_t *server, ngx_int_t slot,
+    ngx_uint_t backup);
+static u_char *ngx_http_kvroute_status_engine(u_char *p, u_char *last,
     ngx_http_kvroute_srv_conf_t *kcf, ngx_str_t *server, ngx_int_t slot,
     ngx_uint_t backup);
 static u_char *ngx_http_kvroute_status_zone(u_char *p, u_char *last,
@@ -196,6 +215,16 @@ ngx_http_kvroute_status_size(ngx_http_upstream_srv_conf_t *uscf)
                 size += ngx_http_kvroute_status_lines_size(
                             ngx_http_kvroute_events_metrics, labels);
             }
+
+            if (kcf->metrics) {
+                size += ngx_http_kvroute_status_lines_size(
+                            ngx_http_kvroute_engine_metrics, labels);
+
+                /* kvroute_load_source{...,source="",reason=""} 1 */
+                size += sizeof("kvroute_load_source,source=\"metrics\","
+                               "reason=\"\" 1\n") - 1
+                        + labels + NGX_HTTP_KVROUTE_REASON_LEN;
+            }
         }
     }
 
@@ -269,6 +298,11 @@ ngx_http_kvroute_status_upstream(u_char *p, u_char *last,
 
             if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV && slot >= 0) {
                 p = ngx_http_kvroute_status_events(p, last, kcf, &peer->name,
+                                                   slot, list != peers);
+            }
+
+            if (kcf->metrics && slot >= 0) {
+                p = ngx_http_kvroute_status_engine(p, last, kcf, &peer->name,
                                                    slot, list != peers);
             }
         }
@@ -349,6 +383,46 @@ ngx_http_kvroute_status_events(u_char *p, u_char *last,
                                          ngx_http_kvroute_events_metrics,
                                          values, &kcf->upstream->host,
                                          server, backup);
+}
+
+
+/*
+ * metrics=on: what a server's engine last said, and where its load comes
+ * from now: "metrics", or "own" and why
+ */
+
+static u_char *
+ngx_http_kvroute_status_engine(u_char *p, u_char *last,
+    ngx_http_kvroute_srv_conf_t *kcf, ngx_str_t *server, ngx_int_t slot,
+    ngx_uint_t backup)
+{
+    uint64_t                          values[NGX_HTTP_KVROUTE_EVENTS_METRICS];
+    ngx_uint_t                        state;
+    ngx_http_kvroute_engine_stats_t  *e;
+
+    e = &kcf->zone->sh->engines[slot];
+
+    values[0] = e->load.running;
+    values[1] = e->load.waiting;
+    values[2] = (e->load.usage == KVR_ENGINE_NO_USAGE) ? 0 : e->load.usage;
+    values[3] = e->scrapes;
+    values[4] = e->failures;
+    values[5] = e->ok_msec ? (uint64_t) (ngx_current_msec - e->ok_msec) : 0;
+
+    p = ngx_http_kvroute_status_lines(p, last,
+                                      ngx_http_kvroute_engine_metrics,
+                                      values, &kcf->upstream->host,
+                                      server, backup);
+
+    state = ngx_http_kvroute_engine_state(kcf, slot);
+
+    return ngx_slprintf(p, last,
+                        "kvroute_load_source{upstream=\"%V\",server=\"%V\"%s,"
+                        "source=\"%s\",reason=\"%V\"} 1\n",
+                        &kcf->upstream->host, server,
+                        backup ? ",backup=\"1\"" : "",
+                        state == NGX_HTTP_KVROUTE_SCRAPE_OK ? "metrics" : "own",
+                        &ngx_http_kvroute_scrape_reasons[state]);
 }
 
 

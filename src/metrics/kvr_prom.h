@@ -1,0 +1,55 @@
+/*
+ * Copyright (C) kvroute developers
+ *
+ * A bounded reader of Prometheus' text exposition format that takes from
+ * an engine's /metrics the few values of its load: requests running and
+ * waiting, and KV cache usage.  Plain C, no allocation; it never reads
+ * past the length it is given.  docs/engine-metrics.md lists the names.
+ */
+
+#ifndef _KVR_PROM_H_INCLUDED_
+#define _KVR_PROM_H_INCLUDED_
+
+
+#include <stddef.h>
+#include <stdint.h>
+
+
+/* what was found: bits of kvr_prom_load_t.found */
+#define KVR_PROM_RUNNING   0x01
+#define KVR_PROM_WAITING   0x02
+#define KVR_PROM_USAGE     0x04
+
+/* a count beyond this is taken as this (no engine queues a million) */
+#define KVR_PROM_MAX_COUNT 1000000
+
+
+typedef struct {
+    uint32_t   running;     /* summed over series (DP engines, ranks) */
+    uint32_t   waiting;     /* likewise */
+    uint32_t   usage;       /* KV cache usage, per mille, the largest */
+    uint32_t   found;       /* KVR_PROM_* */
+    uint32_t   samples;     /* sample lines read, of any name */
+    uint32_t   bad;         /* lines that are not samples nor comments */
+} kvr_prom_load_t;
+
+
+/*
+ * Reads buf[0..len).  Returns 0 when running or waiting was found, -1
+ * otherwise (*out holds what was read either way).  A last line without
+ * its newline is taken as cut short and ignored.
+ */
+int kvr_prom_parse(const char *buf, size_t len, kvr_prom_load_t *out);
+
+/*
+ * The same in pieces, as a reply arrives: init, then feed each piece;
+ * feed reads the whole lines of buf[0..len) into *out and returns their
+ * length (the rest goes again at the front of the next piece); done says
+ * as parse returns.
+ */
+void kvr_prom_init(kvr_prom_load_t *out);
+size_t kvr_prom_feed(const char *buf, size_t len, kvr_prom_load_t *out);
+int kvr_prom_done(const kvr_prom_load_t *out);
+
+
+#endif /* _KVR_PROM_H_INCLUDED_ */
