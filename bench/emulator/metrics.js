@@ -1,7 +1,11 @@
 'use strict';
 // Prometheus text exposition with vLLM's metric names (counters carry the
 // _total suffix on the sample line, as prometheus_client writes them),
-// plus kvemu_* metrics of the emulator itself.
+// plus kvemu_* metrics of the emulator itself. With --flavour sglang the
+// load gauges are SGLang's instead (sglang:num_running_reqs,
+// sglang:num_queue_reqs, sglang:token_usage, with SGLang's labels), as
+// docs/engine-metrics.md lists them; the vLLM counters stay, for the
+// load generator's preemption and hit-rate figures.
 
 function renderMetrics(engine) {
   const label = `{model_name="${engine.o.model.replace(/["\\\n]/g, '_')}",engine="${engine.name}"}`;
@@ -13,14 +17,27 @@ function renderMetrics(engine) {
     lines.push(`# TYPE ${name} ${type}`);
     lines.push(`${sample || name}${label} ${value}`);
   };
-  metric('vllm:num_requests_running', 'gauge', 'Number of requests in model execution batches.',
-    s.running.length);
-  metric('vllm:num_requests_waiting', 'gauge', 'Number of requests waiting to be processed.',
-    s.waiting.length);
-  metric('vllm:gpu_cache_usage_perc', 'gauge', 'GPU KV-cache usage. 1 means 100 percent usage.',
-    c.usage());
-  metric('vllm:kv_cache_usage_perc', 'gauge', 'KV-cache usage. 1 means 100 percent usage.',
-    c.usage());
+  if (engine.o.flavour === 'sglang') {
+    const sg = `{engine_type="unified",model_name="${engine.o.model.replace(/["\\\n]/g, '_')}",` +
+      'pp_rank="0",tp_rank="0"}';
+    const gauge = (name, help, value) => {
+      lines.push(`# HELP ${name} ${help}`);
+      lines.push(`# TYPE ${name} gauge`);
+      lines.push(`${name}${sg} ${value}`);
+    };
+    gauge('sglang:num_running_reqs', 'The number of running requests.', s.running.length);
+    gauge('sglang:num_queue_reqs', 'The number of requests in the waiting queue.', s.waiting.length);
+    gauge('sglang:token_usage', 'The token usage.', c.usage());
+  } else {
+    metric('vllm:num_requests_running', 'gauge', 'Number of requests in model execution batches.',
+      s.running.length);
+    metric('vllm:num_requests_waiting', 'gauge', 'Number of requests waiting to be processed.',
+      s.waiting.length);
+    metric('vllm:gpu_cache_usage_perc', 'gauge', 'GPU KV-cache usage. 1 means 100 percent usage.',
+      c.usage());
+    metric('vllm:kv_cache_usage_perc', 'gauge', 'KV-cache usage. 1 means 100 percent usage.',
+      c.usage());
+  }
   metric('vllm:prefix_cache_queries', 'counter',
     'Prefix cache queries, in terms of number of queried tokens.', c.queries,
     'vllm:prefix_cache_queries_total');

@@ -238,6 +238,51 @@ test('/metrics: vLLM names; prefix cache counters in tokens', async () => {
   }
 });
 
+test('/metrics with --flavour sglang: SGLang\'s load gauges and labels, no vLLM ones', async () => {
+  const e = await startEmulator(['--time-scale', '50', '--flavour', 'sglang']);
+  try {
+    const prompt = tokens(9, 200);
+    await postJson(e.basePort, '/v1/completions', { prompt, max_tokens: 2 });
+    const m = (await request(e.basePort, 'GET', '/metrics')).body;
+    for (const name of ['sglang:num_running_reqs', 'sglang:num_queue_reqs', 'sglang:token_usage']) {
+      assert.match(m, new RegExp(`^# TYPE ${name} gauge$`, 'm'));
+      assert.match(m, new RegExp(`^${name}\\{engine_type="unified",model_name="[^"]*",pp_rank="0",tp_rank="0"\\} `, 'm'));
+    }
+    assert.doesNotMatch(m, /^vllm:num_requests_running/m);
+    assert.doesNotMatch(m, /^vllm:kv_cache_usage_perc/m);
+    assert.equal(metricValue(m, 'sglang:num_running_reqs'), 0);
+    assert.equal(metricValue(m, 'sglang:token_usage'), 0, 'finished requests hold no blocks');
+    assert.equal(metricValue(m, 'kvemu_requests_total'), 1);
+  } finally {
+    await e.stop();
+  }
+});
+
+test('/metrics while busy: running and waiting count the requests in flight, in both flavours', async () => {
+  for (const flavour of ['vllm', 'sglang']) {
+    // a slow engine that runs at most 2 at a time
+    const e = await startEmulator(['--time-scale', '1', '--flavour', flavour, '--max-num-seqs', '2']);
+    try {
+      const inflight = Array.from({ length: 5 }, (_, k) =>
+        postJson(e.basePort, '/v1/completions', { prompt: tokens(100 * k, 64), max_tokens: 200 })
+          .catch(() => null));       // cut short when the engine stops
+      await new Promise((r) => setTimeout(r, 300));
+      const m = (await request(e.basePort, 'GET', '/metrics')).body;
+      const running = flavour === 'sglang' ? 'sglang:num_running_reqs' : 'vllm:num_requests_running';
+      const waiting = flavour === 'sglang' ? 'sglang:num_queue_reqs' : 'vllm:num_requests_waiting';
+      assert.equal(metricValue(m, running), 2, flavour + ' running');
+      assert.equal(metricValue(m, waiting), 3, flavour + ' waiting');
+      const usage = flavour === 'sglang' ? 'sglang:token_usage' : 'vllm:kv_cache_usage_perc';
+      assert.ok(metricValue(m, usage) > 0, flavour + ' usage while running');
+      await e.stop();
+      await Promise.all(inflight);
+    } catch (err) {
+      await e.stop();
+      throw err;
+    }
+  }
+});
+
 test('POST /reset_prefix_cache drops cached prefixes', async () => {
   const prompt = tokens(77, 64);
   await postJson(emu.basePort + 1, '/v1/completions', { prompt, max_tokens: 1 });

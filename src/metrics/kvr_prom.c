@@ -19,21 +19,27 @@ typedef struct {
     const char  *name;
     size_t       len;
     uint32_t     what;
+    uint32_t     family;
 } kvr_prom_name_t;
 
 
-#define kvr_prom_name(s, what)  { s, sizeof(s) - 1, what }
+#define kvr_prom_name(s, what, family)  { s, sizeof(s) - 1, what, family }
 
 /* docs/engine-metrics.md: where each name comes from */
 static const kvr_prom_name_t  kvr_prom_names[] = {
-    kvr_prom_name("vllm:num_requests_running", KVR_PROM_RUNNING),
-    kvr_prom_name("vllm:num_requests_waiting", KVR_PROM_WAITING),
-    kvr_prom_name("vllm:kv_cache_usage_perc", KVR_PROM_USAGE),
-    kvr_prom_name("vllm:gpu_cache_usage_perc", KVR_PROM_USAGE),
-    kvr_prom_name("sglang:num_running_reqs", KVR_PROM_RUNNING),
-    kvr_prom_name("sglang:num_queue_reqs", KVR_PROM_WAITING),
-    kvr_prom_name("sglang:token_usage", KVR_PROM_USAGE),
-    { NULL, 0, 0 }
+    kvr_prom_name("vllm:num_requests_running", KVR_PROM_RUNNING,
+                  KVR_PROM_VLLM),
+    kvr_prom_name("vllm:num_requests_waiting", KVR_PROM_WAITING,
+                  KVR_PROM_VLLM),
+    kvr_prom_name("vllm:kv_cache_usage_perc", KVR_PROM_USAGE, KVR_PROM_VLLM),
+    kvr_prom_name("vllm:gpu_cache_usage_perc", KVR_PROM_USAGE,
+                  KVR_PROM_VLLM),
+    kvr_prom_name("sglang:num_running_reqs", KVR_PROM_RUNNING,
+                  KVR_PROM_SGLANG),
+    kvr_prom_name("sglang:num_queue_reqs", KVR_PROM_WAITING,
+                  KVR_PROM_SGLANG),
+    kvr_prom_name("sglang:token_usage", KVR_PROM_USAGE, KVR_PROM_SGLANG),
+    { NULL, 0, 0, 0 }
 };
 
 
@@ -46,8 +52,9 @@ static void kvr_prom_line(const char *p, const char *end,
 static const char *kvr_prom_labels(const char *p, const char *end,
     int *mirror);
 static int kvr_prom_number(const char *p, const char *end, double *v);
-static void kvr_prom_take(kvr_prom_load_t *out, uint32_t what, double v,
-    int mirror);
+static int kvr_prom_timestamp(const char *p, const char *end);
+static void kvr_prom_take(kvr_prom_load_t *out, const kvr_prom_name_t *n,
+    double v, int mirror);
 
 
 int
@@ -95,8 +102,19 @@ kvr_prom_feed(const char *buf, size_t len, kvr_prom_load_t *out)
 
 
 int
-kvr_prom_done(const kvr_prom_load_t *out)
+kvr_prom_done(kvr_prom_load_t *out)
 {
+    uint32_t  f;
+
+    f = (out->family_found[KVR_PROM_VLLM] & (KVR_PROM_RUNNING
+                                             | KVR_PROM_WAITING))
+        ? KVR_PROM_VLLM : KVR_PROM_SGLANG;
+
+    out->running = out->family_running[f];
+    out->waiting = out->family_waiting[f];
+    out->usage = out->family_usage[f];
+    out->found = out->family_found[f];
+
     return (out->found & (KVR_PROM_RUNNING | KVR_PROM_WAITING)) ? 0 : -1;
 }
 
@@ -185,7 +203,9 @@ kvr_prom_line(const char *p, const char *end, kvr_prom_load_t *out)
         p++;
     }
 
-    if (kvr_prom_number(value, p, &v) != 0) {
+    if (kvr_prom_number(value, p, &v) != 0
+        || kvr_prom_timestamp(p, end) != 0)
+    {
         out->bad++;
         return;
     }
@@ -193,7 +213,7 @@ kvr_prom_line(const char *p, const char *end, kvr_prom_load_t *out)
     out->samples++;
 
     if (n->name) {
-        kvr_prom_take(out, n->what, v, mirror);
+        kvr_prom_take(out, n, v, mirror);
     }
 }
 
@@ -315,10 +335,41 @@ kvr_prom_number(const char *p, const char *end, double *v)
 }
 
 
-static void
-kvr_prom_take(kvr_prom_load_t *out, uint32_t what, double v, int mirror)
+/* after the value: nothing, or a timestamp in ms ("-" and digits) */
+
+static int
+kvr_prom_timestamp(const char *p, const char *end)
 {
-    uint32_t   n, *sum;
+    const char  *digits;
+
+    while (p < end && kvr_prom_blank(*p)) {
+        p++;
+    }
+
+    if (p == end) {
+        return 0;
+    }
+
+    if (*p == '-') {
+        p++;
+    }
+
+    digits = p;
+
+    while (p < end && *p >= '0' && *p <= '9') {
+        p++;
+    }
+
+    /* the line's blanks at the end were taken off before */
+    return (p > digits && p == end) ? 0 : -1;
+}
+
+
+static void
+kvr_prom_take(kvr_prom_load_t *out, const kvr_prom_name_t *name, double v,
+    int mirror)
+{
+    uint32_t   n, *sum, *found;
 
     /* NaN, infinities and negatives say nothing about the load */
 
@@ -326,14 +377,17 @@ kvr_prom_take(kvr_prom_load_t *out, uint32_t what, double v, int mirror)
         return;
     }
 
-    if (what == KVR_PROM_USAGE) {
+    found = &out->family_found[name->family];
+
+    if (name->what == KVR_PROM_USAGE) {
         n = (v >= 1) ? 1000 : (uint32_t) (v * 1000 + 0.5);
 
-        if (!(out->found & KVR_PROM_USAGE) || n > out->usage) {
-            out->usage = n;
+        if (!(*found & KVR_PROM_USAGE) || n > out->family_usage[name->family])
+        {
+            out->family_usage[name->family] = n;
         }
 
-        out->found |= KVR_PROM_USAGE;
+        *found |= KVR_PROM_USAGE;
         return;
     }
 
@@ -344,9 +398,11 @@ kvr_prom_take(kvr_prom_load_t *out, uint32_t what, double v, int mirror)
     n = (v >= KVR_PROM_MAX_COUNT) ? KVR_PROM_MAX_COUNT
                                   : (uint32_t) (v + 0.5);
 
-    sum = (what == KVR_PROM_RUNNING) ? &out->running : &out->waiting;
+    sum = (name->what == KVR_PROM_RUNNING)
+          ? &out->family_running[name->family]
+          : &out->family_waiting[name->family];
 
     *sum = (*sum + n > KVR_PROM_MAX_COUNT) ? KVR_PROM_MAX_COUNT : *sum + n;
 
-    out->found |= what;
+    *found |= name->what;
 }

@@ -24,6 +24,13 @@
 #define KVR_PROM_MAX_COUNT 1000000
 
 
+/* the engines whose names are known: an exposition holding both is read
+   as vLLM's */
+#define KVR_PROM_VLLM      0
+#define KVR_PROM_SGLANG    1
+#define KVR_PROM_FAMILIES  2
+
+
 typedef struct {
     uint32_t   running;     /* summed over series (DP engines, ranks) */
     uint32_t   waiting;     /* likewise */
@@ -31,6 +38,12 @@ typedef struct {
     uint32_t   found;       /* KVR_PROM_* */
     uint32_t   samples;     /* sample lines read, of any name */
     uint32_t   bad;         /* lines that are not samples nor comments */
+
+    /* each engine's names apart, until kvr_prom_done() picks one */
+    uint32_t   family_running[KVR_PROM_FAMILIES];
+    uint32_t   family_waiting[KVR_PROM_FAMILIES];
+    uint32_t   family_usage[KVR_PROM_FAMILIES];
+    uint32_t   family_found[KVR_PROM_FAMILIES];
 } kvr_prom_load_t;
 
 
@@ -43,13 +56,13 @@ int kvr_prom_parse(const char *buf, size_t len, kvr_prom_load_t *out);
 
 /*
  * The same in pieces, as a reply arrives: init, then feed each piece;
- * feed reads the whole lines of buf[0..len) into *out and returns their
- * length (the rest goes again at the front of the next piece); done says
- * as parse returns.
+ * feed reads the whole lines of buf[0..len) and returns their length (the
+ * rest goes again at the front of the next piece); done sets running,
+ * waiting, usage and found, and returns as parse does.
  */
 void kvr_prom_init(kvr_prom_load_t *out);
 size_t kvr_prom_feed(const char *buf, size_t len, kvr_prom_load_t *out);
-int kvr_prom_done(const kvr_prom_load_t *out);
+int kvr_prom_done(kvr_prom_load_t *out);
 
 
 #endif /* _KVR_PROM_H_INCLUDED_ */

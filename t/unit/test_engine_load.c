@@ -1,0 +1,100 @@
+/*
+ * kvr_engine_load: a candidate's load with its engine's metrics.
+ */
+
+#include <string.h>
+
+#include "tap.h"
+#include "kvr_engine_load.h"
+
+
+static kvr_candidate_t
+own(uint32_t inflight, uint64_t tokens, uint64_t prefill, uint64_t pinned,
+    uint64_t capacity)
+{
+    kvr_candidate_t  c;
+
+    memset(&c, 0, sizeof(c));
+    c.inflight = inflight;
+    c.inflight_tokens = tokens;
+    c.inflight_prefill = prefill;
+    c.pinned = pinned;
+    c.capacity = capacity;
+    c.weight = 1;
+
+    return c;
+}
+
+
+int
+main(void)
+{
+    kvr_candidate_t    c;
+    kvr_engine_load_t  el;
+
+    /* another frontend's 6 requests on an engine where this one has 2 */
+    c = own(2, 2000, 500, 0, 0);
+    el = (kvr_engine_load_t) { 6, 2, KVR_ENGINE_NO_USAGE, 2, 0 };
+    kvr_engine_load_apply(&c, &el, 300);
+    tap_is(c.inflight, 8, "others' requests added: 8 - 2 own at the scrape");
+    tap_is(c.inflight_tokens, 2000 + 6 * 1000,
+           "each as large as the own ones on average");
+    tap_is(c.inflight_prefill, 500 + (2 * 6 / 8) * 1000,
+           "the others' share of the queue is not prefilled yet");
+
+    /* a burst since the scrape: own counts now are in full */
+    c = own(10, 10000, 0, 0, 0);
+    el = (kvr_engine_load_t) { 3, 0, KVR_ENGINE_NO_USAGE, 3, 0 };
+    kvr_engine_load_apply(&c, &el, 300);
+    tap_is(c.inflight, 10, "only own requests at the scrape: 7 sent since");
+
+    /* own requests that ended since: not counted twice */
+    c = own(1, 100, 0, 0, 0);
+    el = (kvr_engine_load_t) { 5, 0, KVR_ENGINE_NO_USAGE, 5, 0 };
+    kvr_engine_load_apply(&c, &el, 300);
+    tap_is(c.inflight, 1, "own requests that ended since the scrape");
+
+    /* no own requests there: the others as large as this one */
+    c = own(0, 0, 0, 0, 0);
+    el = (kvr_engine_load_t) { 50, 10, KVR_ENGINE_NO_USAGE, 0, 0 };
+    kvr_engine_load_apply(&c, &el, 400);
+    tap_is(c.inflight, 60, "a busy engine seen by an idle frontend");
+    tap_is(c.inflight_tokens, 60 * 400, "sized as this request");
+    tap_is(c.inflight_prefill, 10 * 400, "its queue is prefill ahead");
+
+    /* the engine counts fewer than this frontend has in flight */
+    c = own(4, 400, 40, 0, 0);
+    el = (kvr_engine_load_t) { 1, 0, KVR_ENGINE_NO_USAGE, 4, 0 };
+    kvr_engine_load_apply(&c, &el, 100);
+    tap_is(c.inflight, 4, "never below own counts");
+    tap_is(c.inflight_tokens, 400, "own tokens unchanged");
+
+    /* pinned blocks: the engine's usage and what was pinned since */
+    c = own(0, 0, 0, 100, 1000);
+    el = (kvr_engine_load_t) { 0, 0, 600, 0, 40 };
+    kvr_engine_load_apply(&c, &el, 100);
+    tap_is(c.pinned, 600 + 60, "usage * capacity + pinned since the scrape");
+
+    c = own(0, 0, 0, 900, 1000);
+    el = (kvr_engine_load_t) { 0, 0, 100, 0, 900 };
+    kvr_engine_load_apply(&c, &el, 100);
+    tap_is(c.pinned, 900, "own pins when they are more");
+
+    c = own(0, 0, 0, 100, 0);
+    el = (kvr_engine_load_t) { 0, 0, 900, 0, 0 };
+    kvr_engine_load_apply(&c, &el, 100);
+    tap_is(c.pinned, 100, "unknown capacity: usage means nothing");
+
+    c = own(0, 0, 0, 100, 1000);
+    el = (kvr_engine_load_t) { 0, 0, KVR_ENGINE_NO_USAGE, 0, 0 };
+    kvr_engine_load_apply(&c, &el, 100);
+    tap_is(c.pinned, 100, "no usage reported: own pins");
+
+    /* saturation */
+    c = own(UINT32_MAX - 1, 0, 0, 0, 0);
+    el = (kvr_engine_load_t) { 1000000, 0, KVR_ENGINE_NO_USAGE, 0, 0 };
+    kvr_engine_load_apply(&c, &el, 1);
+    tap_is(c.inflight, UINT32_MAX, "inflight saturates");
+
+    return tap_done();
+}
