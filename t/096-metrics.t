@@ -1,0 +1,194 @@
+# metrics=on: the events helper scrapes each engine's Prometheus /metrics
+# and a server's load is what its engine says (running + waiting), plus
+# this frontend's requests sent since.  The fake engines here are nginx
+# servers of the same instance: each answers completions with its name and
+# serves a /metrics of the test's choosing.
+
+use lib 't/lib';
+use Test::Nginx::Socket;
+$ENV{TEST_NGINX_ECHO_SO} ||= '/usr/lib/nginx/modules/ngx_http_echo_module.so';
+use JSON::PP ();
+use Kvroute::Emulator;
+
+my $port = $ENV{TEST_NGINX_PORT} || 1984;
+$ENV{TEST_NGINX_F1} = $port + 41;       # fake engine "busy"
+$ENV{TEST_NGINX_F2} = $port + 42;       # fake engine "idle"
+$ENV{TEST_NGINX_DEAD} = 43;             # +43: nothing listens there
+$ENV{TEST_NGINX_E1} = $port + 51;       # emulated engines, SGLang's names
+$ENV{TEST_NGINX_E2} = $port + 52;
+
+# distinct prompts: no server holds any of them, the load decides
+our @Prompts = map {
+    JSON::PP->new->encode({ model => 'm', max_tokens => 1,
+                            prompt => "prompt $_ " . ("x" x 200) })
+} 1 .. 6;
+
+our $Fakes = <<'_EOC_';
+server {
+    listen 127.0.0.1:$TEST_NGINX_F1;
+    location = /metrics {
+        default_type text/plain;
+        return 200 "# HELP vllm:num_requests_running Number of requests in model execution batches.\n# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\",engine=\"0\"} 50.0\nvllm:num_requests_waiting{model_name=\"m\",engine=\"0\"} 0.0\nvllm:kv_cache_usage_perc{model_name=\"m\",engine=\"0\"} 0.5\n";
+    }
+    location = /garbage {
+        default_type text/plain;
+        return 200 "vllm:num_requests_running{model_name=\"m\" 50\nvllm:num_requests_running NaN\n\x00\xff{}}}\nvllm:num_requests_running 5";
+    }
+    location / { return 200 "engine F1\n"; }
+}
+server {
+    listen 127.0.0.1:$TEST_NGINX_F2;
+    location = /metrics {
+        default_type text/plain;
+        return 200 "vllm:num_requests_running{model_name=\"m\",engine=\"0\"} 0.0\r\nvllm:num_requests_waiting{model_name=\"m\",engine=\"0\"} 0.0\r\n";
+    }
+    location = /garbage {
+        default_type text/plain;
+        return 200 "not prometheus at all\n";
+    }
+    location / { return 200 "engine F2\n"; }
+}
+_EOC_
+
+our $Config = <<'_EOC_';
+location /v1/ { proxy_pass http://llm; }
+location = /kvroute_status { kvroute_status; }
+location = /wait { echo_sleep 1; echo ok; }
+_EOC_
+
+our $MainConfig = <<'_EOC_';
+load_module $TEST_NGINX_KVROUTE_SO;
+load_module $TEST_NGINX_ECHO_SO;
+_EOC_
+
+sub upstream {
+    my ($params) = @_;
+    return <<"_EOC_" . $::Fakes;
+upstream llm {
+    kvroute $params;
+    server 127.0.0.1:\$TEST_NGINX_F1;
+    server 127.0.0.1:\$TEST_NGINX_F2;
+}
+_EOC_
+}
+
+our @Requests = ("GET /wait", map({ "POST /v1/completions\n$_" } @Prompts),
+                 "GET /kvroute_status");
+
+master_on();
+workers(2);
+repeat_each(1);
+plan 'no_plan';
+no_shuffle();
+run_tests();
+
+__DATA__
+
+=== TEST 1: an engine whose /metrics says 50 running is avoided
+--- main_config eval: $::MainConfig
+--- http_config eval: ::upstream("metrics=on metrics_interval=100ms")
+--- config eval: $::Config
+--- more_headers
+Content-Type: application/json
+--- request eval: [ @::Requests ]
+--- response_body_like eval
+[ qr/ok/, (qr/^engine F2$/) x 6,
+  qr/kvroute_load_source\{upstream="llm",server="127\.0\.0\.1:\d+",source="metrics",reason="ok"\} 1\n(?s:.*)kvroute_engine_running_requests\{upstream="llm",server="127\.0\.0\.1:\d+"\} 0\n/ ]
+--- no_error_log
+[error]
+[warn]
+
+
+
+=== TEST 2: the status page shows what the busy engine said
+--- main_config eval: $::MainConfig
+--- http_config eval: ::upstream("metrics=on metrics_interval=100ms")
+--- config eval: $::Config
+--- request eval
+[ "GET /wait", "GET /kvroute_status" ]
+--- response_body_like eval
+[ qr/ok/,
+  qr/kvroute_engine_running_requests\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX_F1}"\} 50\nkvroute_engine_waiting_requests\{[^}]*\} 0\nkvroute_engine_kv_usage_permille\{[^}]*\} 500\nkvroute_engine_scrapes_total\{[^}]*\} [1-9]\d*\nkvroute_engine_scrape_failures_total\{[^}]*\} 0\nkvroute_engine_scrape_age_milliseconds\{[^}]*\} \d+\nkvroute_load_source\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX_F1}",source="metrics",reason="ok"\} 1\n/ ]
+--- no_error_log
+[error]
+
+
+
+=== TEST 3: without metrics=on the same requests spread (own counts only)
+--- main_config eval: $::MainConfig
+--- http_config eval: ::upstream("metrics=off")
+--- config eval: $::Config
+--- more_headers
+Content-Type: application/json
+--- request eval: [ @::Requests ]
+--- response_body_like eval
+[ qr/ok/, (qr/^engine F[12]$/) x 6, qr/^(?!.*kvroute_load_source)/s ]
+--- no_error_log
+[error]
+
+
+
+=== TEST 4: a dead metrics endpoint: own counts, the status page says why, one log line
+--- main_config eval: $::MainConfig
+--- http_config eval: ::upstream("metrics=on metrics_interval=100ms metrics_port=+$ENV{TEST_NGINX_DEAD}")
+--- config eval: $::Config
+--- more_headers
+Content-Type: application/json
+--- request eval: [ @::Requests ]
+--- response_body_like eval
+[ qr/ok/, (qr/^engine F[12]$/) x 6,
+  qr/kvroute_engine_scrape_failures_total\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX_F1}"\} [1-9]\d*\n(?s:.*)kvroute_load_source\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX_F1}",source="own",reason="connect"\} 1\n/ ]
+--- grep_error_log eval: qr/cannot read the metrics of server 127\.0\.0\.1:\d+ at "\/metrics": connect/
+--- grep_error_log_out eval
+"cannot read the metrics of server 127.0.0.1:$ENV{TEST_NGINX_F1} at \"/metrics\": connect\n"
+. "cannot read the metrics of server 127.0.0.1:$ENV{TEST_NGINX_F2} at \"/metrics\": connect\n"
+--- no_error_log
+[error]
+
+
+
+=== TEST 5: garbage /metrics never breaks routing; the reason is on the page
+--- main_config eval: $::MainConfig
+--- http_config eval: ::upstream("metrics=on metrics_interval=100ms metrics_path=/garbage")
+--- config eval: $::Config
+--- more_headers
+Content-Type: application/json
+--- request eval: [ @::Requests ]
+--- response_body_like eval
+[ qr/ok/, (qr/^engine F[12]$/) x 6,
+  qr/source="own",reason="no_load_metrics"\} 1\n(?s:.*)source="own",reason="no_load_metrics"\} 1\n/ ]
+--- no_error_log
+[error]
+
+
+
+=== TEST 6: a 404 at the metrics path: reason "status", logged with the status
+--- main_config eval: $::MainConfig
+--- http_config eval: ::upstream("metrics=on metrics_interval=100ms metrics_path=/nothing/here")
+--- config eval: $::Config
+--- request eval
+[ "GET /wait", "GET /kvroute_status" ]
+--- response_body_like eval
+[ qr/ok/, qr/source="own",reason="status"\} 1\n/ ]
+--- error_log
+at "/nothing/here": status 404, its load is this frontend's own requests
+
+
+
+=== TEST 7: metrics_path and metrics_interval are checked
+--- main_config eval: $::MainConfig
+--- http_config eval: ::upstream("metrics=on metrics_interval=10ms")
+--- config eval: $::Config
+--- must_die
+--- error_log
+invalid "metrics_interval" value "10ms": expected a time from 50ms to 60000ms
+
+
+
+=== TEST 8: metrics_path must be a path
+--- main_config eval: $::MainConfig
+--- http_config eval: ::upstream("metrics=on metrics_path=metrics")
+--- config eval: $::Config
+--- must_die
+--- error_log
+invalid "metrics_path" value "metrics": expected a path starting with "/"
