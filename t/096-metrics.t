@@ -93,7 +93,7 @@ Content-Type: application/json
 --- request eval: [ @::Requests ]
 --- response_body_like eval
 [ qr/ok/, (qr/^engine F2$/) x 6,
-  qr/kvroute_load_source\{upstream="llm",server="127\.0\.0\.1:\d+",source="metrics",reason="ok"\} 1\n(?s:.*)kvroute_engine_running_requests\{upstream="llm",server="127\.0\.0\.1:\d+"\} 0\n/ ]
+  qr/kvroute_indexed_blocks\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX_F1}"\} 0\n(?s:.*)kvroute_load_source\{upstream="llm",server="127\.0\.0\.1:\d+",source="metrics",reason="ok"\} 1\n(?s:.*)kvroute_engine_running_requests\{upstream="llm",server="127\.0\.0\.1:\d+"\} 0\n/ ]
 --- no_error_log
 [error]
 [warn]
@@ -122,7 +122,8 @@ Content-Type: application/json
 Content-Type: application/json
 --- request eval: [ @::Requests ]
 --- response_body_like eval
-[ qr/ok/, (qr/^engine F[12]$/) x 6, qr/^(?!.*kvroute_load_source)/s ]
+[ qr/ok/, (qr/^engine F[12]$/) x 6,
+  qr/^(?!.*kvroute_load_source)(?=.*kvroute_indexed_blocks\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX_F1}"\} [1-9])/s ]
 --- no_error_log
 [error]
 
