@@ -9,6 +9,7 @@ use Test::Nginx::Socket;
 $ENV{TEST_NGINX_ECHO_SO} ||= '/usr/lib/nginx/modules/ngx_http_echo_module.so';
 use JSON::PP ();
 use Kvroute::Emulator;
+use POSIX ();
 
 my $port = $ENV{TEST_NGINX_PORT} || 1984;
 $ENV{TEST_NGINX_F1} = $port + 41;       # fake engine "busy"
@@ -47,6 +48,39 @@ server {
         return 200 "not prometheus at all\n";
     }
     location / { return 200 "engine F2\n"; }
+}
+_EOC_
+
+# two emulated SGLang engines; a client that bypasses nginx keeps the
+# first one busy with 4 long requests (time scale 1: each lasts seconds)
+our $Emulated = -d 'bench/node_modules';
+our $Direct;
+
+if ($Emulated) {
+    start_emulator(base_port => $ENV{TEST_NGINX_E1},
+                   log => 't/emulator-metrics.log',
+                   args => [ '--flavour', 'sglang', '--time-scale', 1 ]);
+
+    $Direct = fork();
+    die "fork: $!" unless defined $Direct;
+
+    if ($Direct == 0) {
+        open STDOUT, '>', 't/direct-metrics.log' or POSIX::_exit(127);
+        open STDERR, '>&', \*STDOUT or POSIX::_exit(127);
+        exec('node', 'bench/loadgen/direct.js', '--port', $ENV{TEST_NGINX_E1},
+             '--concurrency', 4, '--prompt-tokens', 64,
+             '--max-tokens', 2000, '--seconds', 300)
+            or POSIX::_exit(127);
+    }
+}
+
+END { kill 'TERM', $Direct if $Direct }
+
+our $EmulatedConfig = <<'_EOC_';
+upstream llm {
+    kvroute metrics=on metrics_interval=100ms;
+    server 127.0.0.1:$TEST_NGINX_E1;
+    server 127.0.0.1:$TEST_NGINX_E2;
 }
 _EOC_
 
@@ -193,3 +227,20 @@ invalid "metrics_interval" value "10ms": expected a time from 50ms to 60000ms
 --- must_die
 --- error_log
 invalid "metrics_path" value "metrics": expected a path starting with "/"
+
+
+
+=== TEST 9: SGLang's names: an engine busy with requests nginx never saw is avoided
+--- skip_eval: 1: !$::Emulated
+--- main_config eval: $::MainConfig
+--- http_config eval: $::EmulatedConfig
+--- config eval: $::Config
+--- more_headers
+Content-Type: application/json
+--- request eval: [ @::Requests ]
+--- response_body_like eval
+[ qr/ok/, (qr/"engine_id":"engine-1"/) x 6,
+  qr/kvroute_engine_running_requests\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX_E1}"\} 4\n(?s:.*)kvroute_load_source\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX_E1}",source="metrics",reason="ok"\} 1\n/ ]
+--- no_error_log
+[error]
+[warn]
