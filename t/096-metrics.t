@@ -35,7 +35,7 @@ server {
         default_type text/plain;
         return 200 "vllm:num_requests_running{model_name=\"m\" 50\nvllm:num_requests_running NaN\n\x00\xff{}}}\nvllm:num_requests_running 5";
     }
-    location / { return 200 "engine F1\n"; }
+    location /v1/ { return 200 "engine F1\n"; }
 }
 server {
     listen 127.0.0.1:$TEST_NGINX_F2;
@@ -47,7 +47,7 @@ server {
         default_type text/plain;
         return 200 "not prometheus at all\n";
     }
-    location / { return 200 "engine F2\n"; }
+    location /v1/ { return 200 "engine F2\n"; }
 }
 _EOC_
 
@@ -240,7 +240,7 @@ Content-Type: application/json
 --- request eval: [ @::Requests ]
 --- response_body_like eval
 [ qr/ok/, (qr/"engine_id":"engine-1"/) x 6,
-  qr/kvroute_engine_running_requests\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX_E1}"\} 4\n(?s:.*)kvroute_load_source\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX_E1}",source="metrics",reason="ok"\} 1\n/ ]
+  qr/kvroute_engine_running_requests\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX_E1}"\} [1-9]\n(?s:.*)kvroute_load_source\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX_E1}",source="metrics",reason="ok"\} 1\n/ ]
 --- no_error_log
 [error]
 [warn]
