@@ -120,7 +120,7 @@ ngx_module_t  ngx_http_kvroute_module = {
 
 /*
  * kvroute [mode=approx|kv|round_robin|random] [zone=name[:size]]
- *         [events_port=[+]N [replay_port=[+]N] [events_ranks=K]
+ *         [events_port=[+]N [replay_port=[+]N] [events_ranks=N|K-M]
  *          [events_topic=T] [predict=blocks] [models=name[,name...]]]
  *         [metrics=on|off [metrics_path=/metrics] [metrics_interval=500ms]
  *          [metrics_port=[+]N]]
@@ -191,7 +191,9 @@ ngx_http_kvroute_check_params(ngx_conf_t *cf,
     kcf->policy.block_size = kcf->block_size;
 
     if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) {
-        if (kcf->events_port.number + kcf->events_ranks - 1 > 65535) {
+        if (kcf->events_port.number + kcf->events_ranks.first
+            + kcf->events_ranks.count - 1 > 65535)
+        {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "invalid \"events_ranks\": ports beyond 65535");
             return NGX_CONF_ERROR;
@@ -448,12 +450,33 @@ ngx_int_t
 ngx_http_kvroute_check_servers(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us)
 {
-    ngx_uint_t                    i;
-    ngx_http_kvroute_capacity_t  *c;
-    ngx_http_kvroute_override_t  *o;
-    ngx_http_kvroute_srv_conf_t  *kcf;
+    ngx_uint_t                     i, n, per;
+    ngx_http_kvroute_capacity_t   *c;
+    ngx_http_kvroute_override_t   *o;
+    ngx_http_kvroute_srv_conf_t   *kcf;
+    ngx_http_upstream_rr_peers_t  *peers;
 
     kcf = ngx_http_conf_upstream_srv_conf(us, ngx_http_kvroute_module);
+
+    /*
+     * the index slots each server takes: its own (load, status), one per
+     * data-parallel rank, one of predictions
+     */
+
+    peers = us->peer.data;
+    n = peers->number + (peers->next ? peers->next->number : 0);
+    per = 1 + (kcf->events_ranks.count > 1 ? kcf->events_ranks.count : 0)
+          + (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV && kcf->predict);
+
+    if (kcf->events_ranks.count > 1 && n * per > KVR_INDEX_MAX_SLOTS) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "upstream \"%V\" needs %ui index slots (%ui servers, "
+                      "%ui each with \"events_ranks\" and predictions), "
+                      "more than the %ui there are, in %s:%ui", &us->host,
+                      n * per, n, per, (ngx_uint_t) KVR_INDEX_MAX_SLOTS,
+                      kcf->file_name, kcf->line);
+        return NGX_ERROR;
+    }
 
     if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV
         && kcf->events_port.number == 0 && kcf->events_overrides == NULL)
@@ -738,7 +761,7 @@ ngx_http_kvroute_create_srv_conf(ngx_conf_t *cf)
     kcf->policy.spread = 1;
     kcf->policy.corun = 4096;
     kcf->policy.evict = 4;
-    kcf->events_ranks = 1;
+    kcf->events_ranks.count = 1;
     kcf->predict = 1024;
     ngx_str_set(&kcf->metrics_path, "/metrics");
     kcf->metrics_interval = 500;

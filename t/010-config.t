@@ -497,15 +497,15 @@ invalid "text_chunk" value "0": expected an integer from 1 to 1048576
 
 
 
-=== TEST 34: events_ranks from 1 to 64
+=== TEST 34: events_ranks: a count from 1 to 32
 --- main_config
 load_module $TEST_NGINX_KVROUTE_SO;
 --- http_config
-upstream a { kvroute mode=kv events_port=5557 events_ranks=65; server 127.0.0.1:8000; }
+upstream a { kvroute mode=kv events_port=5557 events_ranks=33; server 127.0.0.1:8000; }
 --- config
 --- must_die
---- error_log
-invalid "events_ranks" value "65": expected an integer from 1 to 64
+--- error_log eval
+qr/\[emerg\] .*invalid "events_ranks" value "33": expected a count from 1 to 32, or ranks FIRST-LAST \(at most 32 of them, up to 65535\) in \S+nginx\.conf:\d+$/
 
 
 
@@ -562,3 +562,111 @@ upstream llm { kvroute ttft_evict=2000; server 127.0.0.1:8000; }
 --- must_die
 --- error_log eval
 qr/invalid "ttft_evict" value "2000"/
+
+
+
+=== TEST 39: events_ranks=FIRST-LAST: the last before the first
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream a { kvroute mode=kv events_port=5557 events_ranks=3-1; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log eval
+qr/\[emerg\] .*invalid "events_ranks" value "3-1": expected a count from 1 to 32, or ranks FIRST-LAST .* in \S+nginx\.conf:\d+$/
+
+
+
+=== TEST 40: events_ranks=a-b: not numbers
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream a { kvroute mode=kv events_port=5557 events_ranks=a-b; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log eval
+qr/\[emerg\] .*invalid "events_ranks" value "a-b": expected a count/
+
+
+
+=== TEST 41: events_ranks=2-: an empty end
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream a { kvroute mode=kv events_port=5557 events_ranks=2-; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log eval
+qr/\[emerg\] .*invalid "events_ranks" value "2-": expected a count/
+
+
+
+=== TEST 42: events_ranks=8-40: 33 ranks
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream a { kvroute mode=kv events_port=5557 events_ranks=8-40; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log eval
+qr/\[emerg\] .*invalid "events_ranks" value "8-40": expected a count/
+
+
+
+=== TEST 43: events_ranks=0: zero
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream a { kvroute mode=kv events_port=5557 events_ranks=0; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log eval
+qr/\[emerg\] .*invalid "events_ranks" value "0": expected a count/
+
+
+
+=== TEST 44: events_ranks=K-M from a first rank above 0, ports from K
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream a { kvroute mode=kv events_port=65530 events_ranks=4-5; server 127.0.0.1:8000; }
+upstream b { kvroute mode=kv events_port=65530 events_ranks=5-6 zone=b; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log
+invalid "events_ranks": ports beyond 65535
+
+
+
+=== TEST 45: servers times ranks beyond the index's slots
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm {
+    kvroute mode=kv events_port=5557 events_ranks=2-9;
+    server 127.0.0.1:8001; server 127.0.0.1:8002; server 127.0.0.1:8003;
+    server 127.0.0.1:8004; server 127.0.0.1:8005; server 127.0.0.1:8006;
+    server 127.0.0.1:8007;
+}
+--- config
+--- must_die
+--- error_log eval
+qr/\[emerg\] .*upstream "llm" needs 70 index slots \(7 servers, 10 each with "events_ranks" and predictions\), more than the 64 there are, in \S+nginx\.conf:\d+/
+
+
+
+=== TEST 46: valid rank forms load
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream a { kvroute mode=kv events_port=5557 events_ranks=4; server 127.0.0.1:8000; }
+upstream b { kvroute mode=kv events_port=5557 events_ranks=2-5 zone=b; server 127.0.0.1:8000; }
+upstream c { kvroute mode=approx events_ranks=7-7 zone=c; server 127.0.0.1:8000; }
+--- config
+location /t { return 200 "ok\n"; }
+--- request
+GET /t
+--- response_body
+ok
+--- no_error_log
+[emerg]

@@ -25,6 +25,7 @@
 
 #define NGX_HTTP_KVROUTE_MAX_ROWS     64
 #define NGX_HTTP_KVROUTE_MAX_PEERS    KVR_INDEX_MAX_SLOTS
+#define NGX_HTTP_KVROUTE_MAX_RANKS    32   /* data-parallel, per server */
 
 /* a chat template adds markup: room beyond the body for its render */
 #define NGX_HTTP_KVROUTE_RENDER_EXTRA KVR_KEYS_RENDER_EXTRA
@@ -161,6 +162,13 @@ typedef struct {
 } ngx_http_kvroute_port_t;
 
 
+/* events_ranks=N or K-M: a server's data-parallel ranks, first to last */
+typedef struct {
+    ngx_uint_t                       first;
+    ngx_uint_t                       count;      /* 1: no ranks to choose */
+} ngx_http_kvroute_ranks_t;
+
+
 /* zone=name[:size] */
 typedef struct {
     ngx_str_t                        name;       /* empty: kvroute_<upstream> */
@@ -171,13 +179,17 @@ typedef struct {
 /*
  * What one process resolves of an upstream, once, in init_process: the
  * index slot of each peer (primaries, then backups, as the peers are
- * listed), its slot of predictions, its cache size and its stable hash,
- * and the keys' scratch.  The configuration only points to it.
+ * listed), its slot of predictions, its data-parallel ranks' slots, its
+ * cache size and its stable hash, and the keys' scratch.  The
+ * configuration only points to it.
  */
 typedef struct {
     ngx_uint_t                       nslots;
     ngx_int_t                       *slots;        /* -1: no slot */
     ngx_int_t                       *pred_slots;   /* -1: no predictions */
+    ngx_uint_t                       nranks;       /* 0: no rank slots */
+    int                             *rank_slots;   /* nranks a peer, -1:
+                                                      none */
     uint64_t                        *capacities;   /* blocks */
     uint64_t                        *id_hashes;    /* of the peer's name */
     kvr_keys_scratch_t               keys_scratch; /* ids, rendering */
@@ -197,7 +209,7 @@ typedef struct {
     /* mode=kv: each server's events on its host at events_port + rank */
     ngx_http_kvroute_port_t          events_port;
     ngx_http_kvroute_port_t          replay_port;   /* 0: no replay */
-    ngx_uint_t                       events_ranks;
+    ngx_http_kvroute_ranks_t         events_ranks;
     ngx_str_t                        events_topic;
     ngx_str_t                        models;    /* base model names, "," */
     ngx_array_t                     *events_overrides;   /* _override_t */
@@ -292,6 +304,20 @@ typedef struct {
     void                            *charge;      /* the balancer's peer
                                                      data, while charged */
 
+    /*
+     * data-parallel ranks: the rank chosen on the server (its index among
+     * the server's ranks), and the choice made before the balancer runs
+     * when $kvroute_dp_rank is asked for while the upstream request is
+     * created (proxy_set_header), which the balancer then follows
+     */
+    ngx_uint_t                       dp_rank;
+    void                            *pre_peer;    /* rr peer, or NULL */
+    ngx_uint_t                       pre_reason;
+    uint32_t                         pre_out_blocks;
+    u_char                           dp_rank_text[NGX_INT_T_LEN];
+
+    unsigned                         has_dp_rank:1;
+    unsigned                         pre_done:1;
     unsigned                         analyzed:1;
     unsigned                         body_waiting:1;
     unsigned                         body_ready:1;
@@ -305,6 +331,10 @@ extern ngx_str_t     ngx_http_kvroute_reason_names[];
 /* balancer */
 ngx_int_t ngx_http_kvroute_init_upstream(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us);
+
+/* the server and rank chosen before the balancer runs ($kvroute_dp_rank) */
+void ngx_http_kvroute_predecide(ngx_http_request_t *r,
+    ngx_http_kvroute_ctx_t *ctx);
 
 /* the first response bytes: the request's prefill is done */
 void ngx_http_kvroute_first_bytes(ngx_http_kvroute_ctx_t *ctx);

@@ -12,6 +12,7 @@
 
 #include "ngx_http_kvroute.h"
 #include "kvr_prefixes.h"
+#include "kvr_ranks.h"
 
 
 /* probe every 16th block first: a cached prompt is a leading run */
@@ -28,6 +29,7 @@ typedef struct {
 
     /* load charged for the current try, returned in free */
     ngx_int_t                          charged_slot;
+    ngx_int_t                          charged_rank;  /* its rank's slot */
     uint64_t                           charged_tokens;
     uint64_t                           charged_prefill;
 
@@ -43,6 +45,9 @@ typedef struct {
     ngx_uint_t                         index[NGX_HTTP_KVROUTE_MAX_PEERS];
     int                                slots[NGX_HTTP_KVROUTE_MAX_PEERS];
     int                                pred[NGX_HTTP_KVROUTE_MAX_PEERS];
+    int                               *ranks[NGX_HTTP_KVROUTE_MAX_PEERS];
+    int                                rank_slot[NGX_HTTP_KVROUTE_MAX_PEERS];
+    ngx_uint_t                         rank[NGX_HTTP_KVROUTE_MAX_PEERS];
     uint32_t                           overlap[NGX_HTTP_KVROUTE_MAX_PEERS];
     kvr_candidate_t                    cand[NGX_HTTP_KVROUTE_MAX_PEERS];
 } ngx_http_kvroute_candidates_t;
@@ -54,14 +59,27 @@ static ngx_int_t ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc,
     void *data);
 static void ngx_http_kvroute_eligible(ngx_http_kvroute_peer_data_t *kp,
     time_t now, ngx_http_kvroute_candidates_t *cs);
+static ngx_uint_t ngx_http_kvroute_predecided(ngx_http_kvroute_peer_data_t *kp,
+    ngx_http_kvroute_candidates_t *cs, ngx_uint_t *chosen,
+    ngx_uint_t *reason);
 static ngx_uint_t ngx_http_kvroute_pick_random(
     ngx_http_kvroute_candidates_t *cs);
 static ngx_uint_t ngx_http_kvroute_pick_cached(
     ngx_http_kvroute_peer_data_t *kp, ngx_http_kvroute_candidates_t *cs,
     ngx_uint_t *reason);
+static ngx_uint_t ngx_http_kvroute_score(ngx_http_kvroute_peer_data_t *kp,
+    ngx_http_kvroute_candidates_t *cs, kvr_pick_e *why,
+    uint32_t *out_blocks);
+static void ngx_http_kvroute_commit(ngx_http_kvroute_peer_data_t *kp,
+    ngx_http_kvroute_candidates_t *cs, ngx_uint_t chosen,
+    uint32_t out_blocks);
 static void ngx_http_kvroute_match(ngx_http_kvroute_srv_conf_t *kcf,
     kvr_index_t *index, ngx_http_kvroute_ctx_t *ctx,
     ngx_http_kvroute_candidates_t *cs);
+static void ngx_http_kvroute_match_ranks(ngx_http_kvroute_srv_conf_t *kcf,
+    kvr_index_t *index, ngx_http_kvroute_ctx_t *ctx,
+    ngx_http_kvroute_candidates_t *cs);
+static uint64_t ngx_http_kvroute_rank_inflight(void *data, size_t rank);
 static void ngx_http_kvroute_loads(ngx_http_kvroute_srv_conf_t *kcf,
     kvr_index_t *index, ngx_http_kvroute_candidates_t *cs);
 static void ngx_http_kvroute_record(ngx_http_kvroute_srv_conf_t *kcf,
@@ -76,7 +94,7 @@ static ngx_int_t ngx_http_kvroute_fallback(ngx_peer_connection_t *pc,
 static ngx_int_t ngx_http_kvroute_slot_of(ngx_http_kvroute_peer_data_t *kp,
     ngx_http_upstream_rr_peer_t *chosen);
 static void ngx_http_kvroute_charge(ngx_http_kvroute_peer_data_t *kp,
-    ngx_int_t slot, ngx_uint_t overlap);
+    ngx_int_t slot, ngx_int_t rank_slot, ngx_uint_t overlap);
 static void ngx_http_kvroute_decided(ngx_peer_connection_t *pc,
     ngx_http_kvroute_peer_data_t *kp, ngx_uint_t reason);
 static void ngx_http_kvroute_pins_gather(ngx_http_kvroute_srv_conf_t *kcf,
@@ -142,6 +160,7 @@ ngx_http_kvroute_init_peer(ngx_http_request_t *r,
     kp->ctx = ctx;
     kp->primaries = kp->rrp.peers;
     kp->charged_slot = -1;
+    kp->charged_rank = -1;
     kp->pinned.slot = -1;
 
     ctx->charge = kp;
@@ -196,13 +215,15 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
         reason = NGX_HTTP_KVROUTE_R_RANDOM;
         ctx->overlap = 0;
 
-    } else {
+    } else if (!ngx_http_kvroute_predecided(kp, &cs, &chosen, &reason)) {
         chosen = ngx_http_kvroute_pick_cached(kp, &cs, &reason);
     }
 
     ngx_http_kvroute_use_peer(pc, kp, &cs, chosen, now);
 
-    ngx_http_kvroute_charge(kp, cs.slots[chosen], ctx->overlap);
+    ngx_http_kvroute_charge(kp, cs.slots[chosen],
+                            ctx->has_dp_rank ? cs.rank_slot[chosen] : -1,
+                            ctx->overlap);
 
     ngx_http_kvroute_decided(pc, kp, reason);
 
@@ -263,6 +284,8 @@ ngx_http_kvroute_eligible(ngx_http_kvroute_peer_data_t *kp, time_t now,
         cs->index[n] = i;
         cs->slots[n] = (j < rt->nslots) ? rt->slots[j] : -1;
         cs->pred[n] = (j < rt->nslots) ? rt->pred_slots[j] : -1;
+        cs->ranks[n] = (j < rt->nslots && rt->nranks)
+                       ? &rt->rank_slots[j * rt->nranks] : NULL;
         cand->weight = peer->weight;
 
         if (j < rt->nslots) {
@@ -317,8 +340,36 @@ static ngx_uint_t
 ngx_http_kvroute_pick_cached(ngx_http_kvroute_peer_data_t *kp,
     ngx_http_kvroute_candidates_t *cs, ngx_uint_t *reason)
 {
+    uint32_t                 out_blocks;
+    ngx_uint_t               chosen;
+    kvr_pick_e               why;
+    ngx_http_kvroute_ctx_t  *ctx;
+
+    ctx = kp->ctx;
+
+    ngx_http_kvroute_lock(kp->conf->zone);
+
+    chosen = ngx_http_kvroute_score(kp, cs, &why, &out_blocks);
+    ngx_http_kvroute_commit(kp, cs, chosen, out_blocks);
+
+    ngx_http_kvroute_unlock(kp->conf->zone);
+
+    ctx->overlap = cs->overlap[chosen];
+    ctx->has_dp_rank = (cs->ranks[chosen] != NULL);
+    ctx->dp_rank = cs->rank[chosen];
+    *reason = ngx_http_kvroute_pick_reason(why);
+
+    return chosen;
+}
+
+
+/* the candidate the policy picks, and the rank on it; locked */
+
+static ngx_uint_t
+ngx_http_kvroute_score(ngx_http_kvroute_peer_data_t *kp,
+    ngx_http_kvroute_candidates_t *cs, kvr_pick_e *why, uint32_t *out_blocks)
+{
     ngx_uint_t                    chosen;
-    kvr_pick_e                    why;
     kvr_demand_t                  demand;
     kvr_index_t                  *index;
     kvr_prefixes_t                px;
@@ -328,8 +379,6 @@ ngx_http_kvroute_pick_cached(ngx_http_kvroute_peer_data_t *kp,
     kcf = kp->conf;
     ctx = kp->ctx;
     index = kcf->zone->sh->index;
-
-    ngx_http_kvroute_lock(kcf->zone);
 
     ngx_http_kvroute_match(kcf, index, ctx, cs);
     ngx_http_kvroute_loads(kcf, index, cs);
@@ -356,18 +405,155 @@ ngx_http_kvroute_pick_cached(ngx_http_kvroute_peer_data_t *kp,
     ngx_http_kvroute_engine_loads(kcf, cs->slots, cs->n, cs->cand,
                                   demand.tokens);
 
-    chosen = kvr_policy_pick(&kcf->policy, cs->cand, cs->n, &demand, &why);
+    chosen = kvr_policy_pick(&kcf->policy, cs->cand, cs->n, &demand, why);
 
-    ngx_http_kvroute_pin(kp, cs->slots[chosen], demand.out_blocks);
-
-    ngx_http_kvroute_record(kcf, index, ctx, cs, chosen);
-
-    ngx_http_kvroute_unlock(kcf->zone);
-
-    ctx->overlap = cs->overlap[chosen];
-    *reason = ngx_http_kvroute_pick_reason(why);
+    *out_blocks = demand.out_blocks;
 
     return chosen;
+}
+
+
+/* what the chosen server is charged with under the lock: pins, records */
+
+static void
+ngx_http_kvroute_commit(ngx_http_kvroute_peer_data_t *kp,
+    ngx_http_kvroute_candidates_t *cs, ngx_uint_t chosen,
+    uint32_t out_blocks)
+{
+    ngx_http_kvroute_pin(kp, cs->slots[chosen], out_blocks);
+
+    ngx_http_kvroute_record(kp->conf, kp->conf->zone->sh->index, kp->ctx, cs,
+                            chosen);
+}
+
+
+/*
+ * $kvroute_dp_rank is asked for while the upstream request is created
+ * (proxy_set_header), before nginx asks the balancer for a peer: the
+ * server and its rank are chosen then, as get_peer() would, and kept in
+ * the request's context; get_peer() takes that server on its first try
+ * if it is still eligible (predecided()).  Only upstreams with ranks to
+ * choose from, named by proxy_pass without variables.
+ */
+
+void
+ngx_http_kvroute_predecide(ngx_http_request_t *r, ngx_http_kvroute_ctx_t *ctx)
+{
+    uint32_t                        out_blocks;
+    ngx_uint_t                      chosen;
+    kvr_pick_e                      why;
+    ngx_http_upstream_t            *u;
+    ngx_http_kvroute_srv_conf_t    *kcf;
+    ngx_http_upstream_srv_conf_t   *uscf;
+    ngx_http_kvroute_peer_data_t    kp;
+    ngx_http_kvroute_candidates_t   cs;
+
+    u = r->upstream;
+
+    if (u == NULL || u->resolved || u->conf == NULL
+        || u->conf->upstream == NULL || u->conf->upstream->srv_conf == NULL)
+    {
+        return;
+    }
+
+    uscf = u->conf->upstream;
+    kcf = ngx_http_conf_upstream_srv_conf(uscf, ngx_http_kvroute_module);
+
+    if (kcf->upstream != uscf || kcf->runtime == NULL
+        || kcf->runtime->nranks == 0
+        || (kcf->mode != NGX_HTTP_KVROUTE_MODE_APPROX
+            && kcf->mode != NGX_HTTP_KVROUTE_MODE_KV))
+    {
+        return;
+    }
+
+    if (!ctx->analyzed) {
+        ngx_http_kvroute_analyze(r, kcf, ctx);
+    }
+
+    if (ctx->hashes == NULL) {
+        return;
+    }
+
+    /* the peers as the first try sees them: none tried */
+
+    ngx_memzero(&kp, sizeof(ngx_http_kvroute_peer_data_t));
+
+    kp.rrp.peers = uscf->peer.data;
+    kp.rrp.tried = &kp.rrp.data;
+    kp.conf = kcf;
+    kp.ctx = ctx;
+    kp.primaries = kp.rrp.peers;
+
+    ngx_http_upstream_rr_peers_rlock(kp.rrp.peers);
+
+    ngx_http_kvroute_eligible(&kp, ngx_time(), &cs);
+
+    if (cs.n == 0) {
+        ngx_http_upstream_rr_peers_unlock(kp.rrp.peers);
+        return;
+    }
+
+    ngx_http_kvroute_lock(kcf->zone);
+    chosen = ngx_http_kvroute_score(&kp, &cs, &why, &out_blocks);
+    ngx_http_kvroute_unlock(kcf->zone);
+
+    ngx_http_upstream_rr_peers_unlock(kp.rrp.peers);
+
+    ctx->pre_peer = cs.peer[chosen];
+    ctx->pre_reason = ngx_http_kvroute_pick_reason(why);
+    ctx->pre_out_blocks = out_blocks;
+    ctx->overlap = cs.overlap[chosen];
+    ctx->has_dp_rank = (cs.ranks[chosen] != NULL);
+    ctx->dp_rank = cs.rank[chosen];
+}
+
+
+/*
+ * The first try of a request whose server and rank were chosen before
+ * (predecide()): that server, when it is still eligible.  Otherwise (it
+ * went down, or this is a retry) the balancer chooses again, and the rank
+ * sent in the request's header may not be the new server's best.
+ */
+
+static ngx_uint_t
+ngx_http_kvroute_predecided(ngx_http_kvroute_peer_data_t *kp,
+    ngx_http_kvroute_candidates_t *cs, ngx_uint_t *chosen,
+    ngx_uint_t *reason)
+{
+    ngx_uint_t               i;
+    ngx_http_kvroute_ctx_t  *ctx;
+
+    ctx = kp->ctx;
+
+    if (ctx->pre_peer == NULL) {
+        return 0;
+    }
+
+    for (i = 0; i < cs->n; i++) {
+        if (cs->peer[i] == ctx->pre_peer) {
+            break;
+        }
+    }
+
+    ctx->pre_peer = NULL;
+
+    if (i == cs->n) {
+        return 0;
+    }
+
+    cs->overlap[i] = ctx->overlap;
+    cs->rank[i] = ctx->dp_rank;
+    cs->rank_slot[i] = cs->ranks[i] ? cs->ranks[i][ctx->dp_rank] : -1;
+
+    ngx_http_kvroute_lock(kp->conf->zone);
+    ngx_http_kvroute_commit(kp, cs, i, ctx->pre_out_blocks);
+    ngx_http_kvroute_unlock(kp->conf->zone);
+
+    *chosen = i;
+    *reason = ctx->pre_reason;
+
+    return 1;
 }
 
 
@@ -384,11 +570,19 @@ ngx_http_kvroute_match(ngx_http_kvroute_srv_conf_t *kcf, kvr_index_t *index,
 
     for (i = 0; i < cs->n; i++) {
         cs->overlap[i] = 0;
+        cs->rank[i] = 0;
+        cs->rank_slot[i] = -1;
     }
 
-    kvr_index_match_slots_jump(index, cs->slots, cs->n, ctx->hashes,
-                               ctx->nblocks, NGX_HTTP_KVROUTE_MATCH_STRIDE,
-                               cs->overlap);
+    if (kcf->runtime->nranks) {
+        ngx_http_kvroute_match_ranks(kcf, index, ctx, cs);
+
+    } else {
+        kvr_index_match_slots_jump(index, cs->slots, cs->n, ctx->hashes,
+                                   ctx->nblocks,
+                                   NGX_HTTP_KVROUTE_MATCH_STRIDE,
+                                   cs->overlap);
+    }
 
     /*
      * kv mode: a burst of a new prefix follows its first request to the
@@ -411,12 +605,89 @@ ngx_http_kvroute_match(ngx_http_kvroute_srv_conf_t *kcf, kvr_index_t *index,
 }
 
 
+typedef struct {
+    ngx_http_kvroute_zone_t  *zone;
+    const int                *slots;
+} ngx_http_kvroute_rank_load_t;
+
+
+/*
+ * Data-parallel ranks: each candidate's ranks matched in one walk, and the
+ * server scored by the rank kvr_ranks_pick() sends the request to
+ */
+
+static void
+ngx_http_kvroute_match_ranks(ngx_http_kvroute_srv_conf_t *kcf,
+    kvr_index_t *index, ngx_http_kvroute_ctx_t *ctx,
+    ngx_http_kvroute_candidates_t *cs)
+{
+    int                           slots[KVR_INDEX_MAX_SLOTS];
+    uint32_t                      overlap[KVR_INDEX_MAX_SLOTS];
+    ngx_uint_t                    i, r, n, nranks;
+    ngx_http_kvroute_rank_load_t  load;
+
+    nranks = kcf->runtime->nranks;
+
+    /* nginx -t saw that every server's ranks have slots */
+
+    n = ngx_min(cs->n, KVR_INDEX_MAX_SLOTS / nranks);
+
+    if (n == 0) {
+        return;
+    }
+
+    for (i = 0; i < n; i++) {
+        for (r = 0; r < nranks; r++) {
+            slots[i * nranks + r] = cs->ranks[i] ? cs->ranks[i][r] : -1;
+        }
+    }
+
+    kvr_index_match_slots_jump(index, slots, n * nranks, ctx->hashes,
+                               ctx->nblocks, NGX_HTTP_KVROUTE_MATCH_STRIDE,
+                               overlap);
+
+    load.zone = kcf->zone;
+
+    for (i = 0; i < n; i++) {
+        if (cs->ranks[i] == NULL) {
+            continue;
+        }
+
+        load.slots = &slots[i * nranks];
+
+        r = kvr_ranks_pick(&overlap[i * nranks], nranks, ctx->first_block,
+                           ngx_http_kvroute_rank_inflight, &load);
+
+        cs->rank[i] = r;
+        cs->rank_slot[i] = slots[i * nranks + r];
+        cs->overlap[i] = overlap[i * nranks + r];
+    }
+}
+
+
+/* a rank's requests in flight, charged on its slot's load */
+
+static uint64_t
+ngx_http_kvroute_rank_inflight(void *data, size_t rank)
+{
+    ngx_http_kvroute_rank_load_t  *load = data;
+
+    uint64_t  requests, tokens, prefill;
+
+    ngx_http_kvroute_load(load->zone, load->slots[rank], &requests, &tokens,
+                          &prefill);
+
+    return requests;
+}
+
+
 /* each candidate's cache and load, as the policy weighs them */
 
 static void
 ngx_http_kvroute_loads(ngx_http_kvroute_srv_conf_t *kcf, kvr_index_t *index,
     ngx_http_kvroute_candidates_t *cs)
 {
+    int               slot;
     uint64_t          requests, tokens, prefill;
     ngx_uint_t        i;
     kvr_candidate_t  *cand;
@@ -424,9 +695,12 @@ ngx_http_kvroute_loads(ngx_http_kvroute_srv_conf_t *kcf, kvr_index_t *index,
     for (i = 0; i < cs->n; i++) {
         cand = &cs->cand[i];
 
-        cand->cached_blocks = (cs->slots[i] >= 0)
-                              ? kvr_index_slot_blocks(index, cs->slots[i])
-                              : 0;
+        /* with ranks, the cache of the rank the request would go to */
+
+        slot = cs->ranks[i] ? cs->rank_slot[i] : cs->slots[i];
+
+        cand->cached_blocks = (slot >= 0) ? kvr_index_slot_blocks(index, slot)
+                                          : 0;
 
         ngx_http_kvroute_load(kcf->zone, cs->slots[i], &requests, &tokens,
                               &prefill);
@@ -450,9 +724,14 @@ ngx_http_kvroute_record(ngx_http_kvroute_srv_conf_t *kcf, kvr_index_t *index,
     ngx_http_kvroute_ctx_t *ctx, ngx_http_kvroute_candidates_t *cs,
     ngx_uint_t chosen)
 {
-    if (cs->slots[chosen] >= 0 && kcf->mode == NGX_HTTP_KVROUTE_MODE_APPROX) {
-        kvr_index_record(index, cs->slots[chosen], ctx->hashes,
-                         ctx->nblocks);
+    int  slot;
+
+    /* with ranks, the rank's own cache */
+
+    slot = cs->ranks[chosen] ? cs->rank_slot[chosen] : cs->slots[chosen];
+
+    if (slot >= 0 && kcf->mode == NGX_HTTP_KVROUTE_MODE_APPROX) {
+        kvr_index_record(index, slot, ctx->hashes, ctx->nblocks);
     }
 
     if (cs->pred[chosen] >= 0 && kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) {
@@ -538,9 +817,10 @@ ngx_http_kvroute_fallback(ngx_peer_connection_t *pc,
     }
 
     kp->ctx->overlap = 0;
+    kp->ctx->has_dp_rank = 0;
 
     ngx_http_kvroute_charge(kp, ngx_http_kvroute_slot_of(kp, kp->rrp.current),
-                            0);
+                            -1, 0);
 
     ngx_http_kvroute_decided(pc, kp, reason);
 
@@ -578,7 +858,7 @@ ngx_http_kvroute_slot_of(ngx_http_kvroute_peer_data_t *kp,
 
 static void
 ngx_http_kvroute_charge(ngx_http_kvroute_peer_data_t *kp, ngx_int_t slot,
-    ngx_uint_t overlap)
+    ngx_int_t rank_slot, ngx_uint_t overlap)
 {
     uint64_t                 cached;
     ngx_http_kvroute_row_t  *row;
@@ -599,6 +879,14 @@ ngx_http_kvroute_charge(ngx_http_kvroute_peer_data_t *kp, ngx_int_t slot,
     (void) ngx_atomic_fetch_add(&row->requests[slot], 1);
     (void) ngx_atomic_fetch_add(&row->tokens[slot], kp->charged_tokens);
     (void) ngx_atomic_fetch_add(&row->prefill[slot], kp->charged_prefill);
+
+    /* a rank's requests in flight, to break ties between its peers */
+
+    kp->charged_rank = rank_slot;
+
+    if (rank_slot >= 0) {
+        (void) ngx_atomic_fetch_add(&row->requests[rank_slot], 1);
+    }
 }
 
 
@@ -644,7 +932,12 @@ ngx_http_kvroute_free_peer(ngx_peer_connection_t *pc, void *data,
         (void) ngx_atomic_fetch_add(&row->prefill[slot],
                                     -(ngx_atomic_int_t) kp->charged_prefill);
 
+        if (kp->charged_rank >= 0) {
+            (void) ngx_atomic_fetch_add(&row->requests[kp->charged_rank], -1);
+        }
+
         kp->charged_slot = -1;
+        kp->charged_rank = -1;
     }
 
     ngx_http_kvroute_unpin(kp);

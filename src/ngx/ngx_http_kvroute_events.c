@@ -57,7 +57,8 @@ typedef struct {
     void                           *zmq;        /* the context */
     void                           *monitor;    /* the socket's (re)connects */
     ngx_http_kvroute_srv_conf_t    *conf;
-    ngx_int_t                       slot;
+    ngx_int_t                       slot;       /* the rank's index slot */
+    ngx_int_t                       server;     /* the server's: stats */
     ngx_int_t                       pred_slot;  /* -1: no predictions */
     kvr_kvstate_t                   state;
     kvr_feed_t                      feed;
@@ -120,6 +121,8 @@ static void ngx_http_kvroute_events_dropped(ngx_http_kvroute_sub_t *sub,
 static void ngx_http_kvroute_events_endpoint(char *dst, size_t size,
     ngx_str_t *ep, ngx_http_upstream_rr_peer_t *peer, u_char *host,
     size_t len);
+static ngx_int_t ngx_http_kvroute_events_port_add(char *ep, size_t size,
+    ngx_uint_t add);
 static ngx_http_kvroute_override_t *ngx_http_kvroute_events_override(
     ngx_http_kvroute_srv_conf_t *kcf, ngx_http_upstream_rr_peer_t *peer);
 
@@ -248,7 +251,7 @@ ngx_http_kvroute_events_start(ngx_http_kvroute_main_conf_t *kmcf)
         if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) {
             peers = up[i]->peer.data;
             n = peers->number + (peers->next ? peers->next->number : 0);
-            nsubs += n * kcf->events_ranks;
+            nsubs += n * kcf->events_ranks.count;
         }
     }
 
@@ -295,7 +298,7 @@ ngx_http_kvroute_events_start(ngx_http_kvroute_main_conf_t *kmcf)
                     continue;
                 }
 
-                for (rank = 0; rank < kcf->events_ranks; rank++) {
+                for (rank = 0; rank < kcf->events_ranks.count; rank++) {
                     (void) ngx_http_kvroute_events_subscribe(ev, kcf, peer,
                                                              j, rank);
                 }
@@ -311,18 +314,29 @@ ngx_http_kvroute_events_start(ngx_http_kvroute_main_conf_t *kmcf)
 }
 
 
-/* one rank of one server: where its events are, a socket, a fresh state */
+/*
+ * one rank of one server (rank: its index among the server's ranks):
+ * where its events are, a socket, a fresh state, its own index slot
+ */
 
 static ngx_int_t
 ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
     ngx_http_kvroute_srv_conf_t *kcf, ngx_http_upstream_rr_peer_t *peer,
     ngx_uint_t peer_index, ngx_uint_t rank)
 {
-    ngx_int_t                slot, monitored;
-    ngx_http_kvroute_sub_t  *sub;
+    ngx_int_t                    slot, monitored;
+    ngx_http_kvroute_sub_t      *sub;
+    ngx_http_kvroute_runtime_t  *rt;
 
     sub = &ev->subs[ev->nsubs];
-    slot = kcf->runtime->slots[peer_index];
+    rt = kcf->runtime;
+
+    slot = rt->nranks ? rt->rank_slots[peer_index * rt->nranks + rank]
+                      : rt->slots[peer_index];
+
+    if (slot < 0) {
+        return NGX_DECLINED;
+    }
 
     if (ngx_http_kvroute_events_where(kcf, peer, rank, sub) != NGX_OK) {
         return NGX_DECLINED;
@@ -345,16 +359,14 @@ ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
 
     sub->conf = kcf;
     sub->slot = slot;
+    sub->server = rt->slots[peer_index];
 
     /* the prefixes its events store: the policy's counts in kv mode */
     sub->state.roots = (slot >= 0 && slot < NGX_HTTP_KVROUTE_MAX_PEERS)
                        ? &kcf->zone->sh->roots[slot] : NULL;
-    sub->pred_slot = kcf->runtime->pred_slots[peer_index];
+    sub->pred_slot = rt->pred_slots[peer_index];
     sub->state.pred_slot = sub->pred_slot;
     sub->zmq = ev->zmq;
-
-    /* a server's ranks share its slot: each one resets only its own */
-    sub->state.shared = (kcf->events_ranks > 1);
 
     kvr_feed_init(&sub->feed, sub->replay_endpoint[0] != '\0');
 
@@ -382,8 +394,10 @@ ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
 
 
 /*
- * The endpoints of a server's rank: its kvroute_events line (rank 0), or
- * events_port and replay_port on its host; NGX_DECLINED: none
+ * The endpoints of a server's rank (its index among the server's ranks):
+ * its kvroute_events line (the first rank), or events_port and
+ * replay_port on its host, plus the rank as the engine numbers it (vLLM
+ * and SGLang add their data-parallel rank to the port); NGX_DECLINED: none
  */
 
 static ngx_int_t
@@ -402,7 +416,7 @@ ngx_http_kvroute_events_where(ngx_http_kvroute_srv_conf_t *kcf,
     len = ngx_sock_ntop(peer->sockaddr, peer->socklen, host,
                         NGX_SOCKADDR_STRLEN, 0);
 
-    port = kcf->events_port.number + rank;
+    port = kcf->events_port.number + kcf->events_ranks.first + rank;
 
     if (kcf->events_port.relative) {
         port += ngx_inet_get_port(peer->sockaddr);
@@ -413,7 +427,10 @@ ngx_http_kvroute_events_where(ngx_http_kvroute_srv_conf_t *kcf,
                                                        : "tcp://%*s:%ui%Z",
                  len, host, port);
 
-    /* kvroute_events names this server's endpoints: they win (rank 0) */
+    /*
+     * kvroute_events names this server's endpoints, the first rank's: they
+     * win; the server's other ranks publish on the ports above
+     */
 
     o = ngx_http_kvroute_events_override(kcf, peer);
 
@@ -425,24 +442,40 @@ ngx_http_kvroute_events_where(ngx_http_kvroute_srv_conf_t *kcf,
     }
 
     if (o) {
-        if (rank > 0) {
-            return NGX_DECLINED;
-        }
-
         ngx_http_kvroute_events_endpoint(sub->endpoint, sizeof(sub->endpoint),
                                          &o->endpoint, peer, host, len);
+
+        if (ngx_http_kvroute_events_port_add(sub->endpoint,
+                                             sizeof(sub->endpoint), rank)
+            != NGX_OK)
+        {
+            ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                          "kvroute: no KV events for rank %ui of server %V: "
+                          "\"%V\" has no TCP port to add the rank to",
+                          kcf->events_ranks.first + rank, &peer->name,
+                          &o->endpoint);
+            return NGX_DECLINED;
+        }
 
         if (o->replay.len) {
             ngx_http_kvroute_events_endpoint(sub->replay_endpoint,
                                              sizeof(sub->replay_endpoint),
                                              &o->replay, peer, host, len);
+
+            if (ngx_http_kvroute_events_port_add(sub->replay_endpoint,
+                                                 sizeof(sub->replay_endpoint),
+                                                 rank)
+                != NGX_OK)
+            {
+                sub->replay_endpoint[0] = '\0';
+            }
         }
 
         return NGX_OK;
     }
 
     if (kcf->replay_port.number) {
-        port = kcf->replay_port.number + rank;
+        port = kcf->replay_port.number + kcf->events_ranks.first + rank;
 
         if (kcf->replay_port.relative) {
             port += ngx_inet_get_port(peer->sockaddr);
@@ -575,6 +608,48 @@ ngx_http_kvroute_events_endpoint(char *dst, size_t size, ngx_str_t *ep,
 }
 
 
+/*
+ * A server's further ranks publish on the ports above its first's (vLLM
+ * and SGLang add the rank to the port): "tcp://host:PORT" + add
+ */
+
+static ngx_int_t
+ngx_http_kvroute_events_port_add(char *ep, size_t size, ngx_uint_t add)
+{
+    size_t      len;
+    u_char     *colon;
+    ngx_int_t   port;
+
+    if (add == 0) {
+        return NGX_OK;
+    }
+
+    len = ngx_strlen(ep);
+    colon = (u_char *) ep + len;
+
+    while (colon > (u_char *) ep && colon[-1] >= '0' && colon[-1] <= '9') {
+        colon--;
+    }
+
+    if (ngx_strncmp(ep, "tcp://", 6) != 0 || colon == (u_char *) ep
+        || colon[-1] != ':')
+    {
+        return NGX_DECLINED;
+    }
+
+    port = ngx_atoi(colon, (u_char *) ep + len - colon);
+
+    if (port == NGX_ERROR || port + add > 65535) {
+        return NGX_DECLINED;
+    }
+
+    ngx_snprintf(colon, (u_char *) ep + size - 1 - colon, "%ui%Z",
+                 port + add);
+
+    return NGX_OK;
+}
+
+
 /* the kvroute_events line naming a peer (by its address:port), if any */
 
 static ngx_http_kvroute_override_t *
@@ -696,7 +771,7 @@ ngx_http_kvroute_events_connects(ngx_http_kvroute_sub_t *sub)
 
         if (event == ZMQ_EVENT_CONNECTED) {
             connected = 1;
-            stats = &sub->conf->zone->sh->events[sub->slot];
+            stats = &sub->conf->zone->sh->events[sub->server];
             stats->connects++;
         }
     }
@@ -740,7 +815,7 @@ ngx_http_kvroute_events_publish(ngx_http_kvroute_sub_t *sub, int changes)
     }
 
     zone = sub->conf->zone;
-    stats = &zone->sh->events[sub->slot];
+    stats = &zone->sh->events[sub->server];
 
     ngx_http_kvroute_lock(zone);
 
@@ -752,7 +827,7 @@ ngx_http_kvroute_events_publish(ngx_http_kvroute_sub_t *sub, int changes)
 
     if (sub->pred_slot >= 0) {
         kvr_index_slot_set_capacity(zone->sh->index, sub->pred_slot,
-            ngx_http_kvroute_pred_capacity(sub->conf, sub->slot));
+            ngx_http_kvroute_pred_capacity(sub->conf, sub->server));
     }
 
     ngx_http_kvroute_unlock(zone);
@@ -957,7 +1032,7 @@ ngx_http_kvroute_events_replay(ngx_http_kvroute_sub_t *sub, uint64_t from,
         return;
     }
 
-    zone->sh->events[sub->slot].replays++;
+    zone->sh->events[sub->server].replays++;
     kvr_feed_asked(&sub->feed, ngx_current_msec);
 }
 
@@ -1008,7 +1083,7 @@ ngx_http_kvroute_events_replayed(ngx_http_kvroute_events_t *ev,
                       "kvroute: replay from \"%s\" did not end in time, "
                       "following the live stream", sub->replay_endpoint);
 
-        stats = &sub->conf->zone->sh->events[sub->slot];
+        stats = &sub->conf->zone->sh->events[sub->server];
         stats->lost++;
         break;
 
@@ -1030,7 +1105,7 @@ ngx_http_kvroute_events_reply(ngx_http_kvroute_events_t *ev,
     kvr_events_replay_t               reply;
     ngx_http_kvroute_events_stats_t  *stats;
 
-    stats = &sub->conf->zone->sh->events[sub->slot];
+    stats = &sub->conf->zone->sh->events[sub->server];
 
     if (kvr_events_replay_frame(frames, nframes, &reply) != KVR_EVENTS_OK) {
         stats->dropped++;
@@ -1079,7 +1154,7 @@ ngx_http_kvroute_events_message(ngx_http_kvroute_events_t *ev,
     ngx_http_kvroute_events_stats_t  *stats;
 
     zone = sub->conf->zone;
-    stats = &zone->sh->events[sub->slot];
+    stats = &zone->sh->events[sub->server];
 
     stats->messages++;
     stats->last_msec = ngx_current_msec;
@@ -1128,7 +1203,7 @@ ngx_http_kvroute_events_batch(ngx_http_kvroute_events_t *ev,
     ngx_http_kvroute_events_stats_t  *stats;
 
     zone = sub->conf->zone;
-    stats = &zone->sh->events[sub->slot];
+    stats = &zone->sh->events[sub->server];
     cleared = sub->state.stats.cleared;
 
     /* a batch that does not decode changes nothing, its sequence too */

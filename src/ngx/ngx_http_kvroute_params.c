@@ -58,6 +58,8 @@ static char *ngx_http_kvroute_set_size(ngx_conf_t *cf,
 static u_char *ngx_http_kvroute_size_text(u_char *p, size_t size);
 static char *ngx_http_kvroute_set_port(ngx_conf_t *cf,
     ngx_http_kvroute_param_t *param, ngx_str_t *value, void *field);
+static char *ngx_http_kvroute_set_ranks(ngx_conf_t *cf,
+    ngx_http_kvroute_param_t *param, ngx_str_t *value, void *field);
 static char *ngx_http_kvroute_set_str(ngx_conf_t *cf,
     ngx_http_kvroute_param_t *param, ngx_str_t *value, void *field);
 static char *ngx_http_kvroute_set_zone(ngx_conf_t *cf,
@@ -91,7 +93,7 @@ static ngx_http_kvroute_uint_bounds_t  ngx_http_kvroute_max_body_bounds =
 static ngx_http_kvroute_uint_bounds_t  ngx_http_kvroute_text_chunk_bounds =
     { 1, 1048576 };
 static ngx_http_kvroute_uint_bounds_t  ngx_http_kvroute_ranks_bounds =
-    { 1, 64 };
+    { 1, NGX_HTTP_KVROUTE_MAX_RANKS };
 static ngx_http_kvroute_uint_bounds_t  ngx_http_kvroute_interval_bounds =
     { 50, 60000 };                                      /* ms */
 
@@ -210,7 +212,7 @@ static ngx_http_kvroute_param_t  ngx_http_kvroute_params[] = {
       NULL },
 
     { ngx_string("events_ranks"),
-      ngx_http_kvroute_set_uint,
+      ngx_http_kvroute_set_ranks,
       ngx_http_kvroute_param_offset(events_ranks),
       &ngx_http_kvroute_ranks_bounds },
 
@@ -559,6 +561,55 @@ ngx_http_kvroute_set_port(ngx_conf_t *cf, ngx_http_kvroute_param_t *param,
 
 
 /* a string, kept as the configuration holds it; post: it must not be empty */
+
+/*
+ * events_ranks=N: ranks 0 to N-1; events_ranks=K-M: ranks K to M (an API
+ * server started with --data-parallel-start-rank K)
+ */
+
+static char *
+ngx_http_kvroute_set_ranks(ngx_conf_t *cf, ngx_http_kvroute_param_t *param,
+    ngx_str_t *value, void *field)
+{
+    u_char                          *dash;
+    ngx_int_t                        first, last;
+    ngx_http_kvroute_ranks_t        *ranks;
+    ngx_http_kvroute_uint_bounds_t  *b;
+
+    ranks = field;
+    b = param->post;
+
+    dash = ngx_strlchr(value->data, value->data + value->len, '-');
+
+    if (dash == NULL) {
+        first = 0;
+        last = ngx_atoi(value->data, value->len);
+        last = (last == NGX_ERROR) ? NGX_ERROR : last - 1;
+
+    } else {
+        first = ngx_atoi(value->data, dash - value->data);
+        last = ngx_atoi(dash + 1, value->data + value->len - dash - 1);
+    }
+
+    if (first == NGX_ERROR || last == NGX_ERROR || last < first
+        || (ngx_uint_t) (last - first + 1) < b->min
+        || (ngx_uint_t) (last - first + 1) > b->max
+        || last > 65535)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid \"%V\" value \"%V\": expected a "
+                           "count from %ui to %ui, or ranks FIRST-LAST "
+                           "(at most %ui of them, up to 65535)",
+                           &param->name, value, b->min, b->max, b->max);
+        return NGX_CONF_ERROR;
+    }
+
+    ranks->first = first;
+    ranks->count = last - first + 1;
+
+    return NGX_CONF_OK;
+}
+
 
 static char *
 ngx_http_kvroute_set_str(ngx_conf_t *cf, ngx_http_kvroute_param_t *param,

@@ -22,6 +22,8 @@ static ngx_int_t ngx_http_kvroute_runtime_upstream(ngx_cycle_t *cycle,
     ngx_uint_t serves);
 static void ngx_http_kvroute_resolve_slots(ngx_http_kvroute_srv_conf_t *kcf,
     ngx_http_upstream_rr_peers_t *peers, ngx_http_kvroute_runtime_t *rt);
+static void ngx_http_kvroute_resolve_ranks(ngx_http_kvroute_srv_conf_t *kcf,
+    ngx_str_t *name, uint64_t capacity, int *slots);
 static uint64_t ngx_http_kvroute_capacity_of(ngx_http_kvroute_srv_conf_t *kcf,
     ngx_str_t *name);
 static void ngx_http_kvroute_free_scratch(void *data);
@@ -121,6 +123,15 @@ ngx_http_kvroute_runtime_upstream(ngx_cycle_t *cycle,
     rt->pred_slots = rt->slots + n;
     rt->id_hashes = rt->capacities + n;
 
+    if (kcf->events_ranks.count > 1) {
+        rt->nranks = kcf->events_ranks.count;
+        rt->rank_slots = ngx_palloc(cycle->pool,
+                                    n * rt->nranks * sizeof(int));
+        if (rt->rank_slots == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
     ngx_http_kvroute_resolve_slots(kcf, peers, rt);
 
     if (serves) {
@@ -207,6 +218,13 @@ ngx_http_kvroute_resolve_slots(ngx_http_kvroute_srv_conf_t *kcf,
                 }
             }
 
+            if (rt->nranks) {
+                ngx_http_kvroute_resolve_ranks(kcf, &peer->name,
+                                               rt->capacities[i],
+                                               &rt->rank_slots[i
+                                                               * rt->nranks]);
+            }
+
             rt->slots[i++] = slot;
         }
     }
@@ -216,8 +234,48 @@ ngx_http_kvroute_resolve_slots(ngx_http_kvroute_srv_conf_t *kcf,
     for ( /* void */ ; i < rt->nslots; i++) {
         rt->slots[i] = -1;
         rt->pred_slots[i] = -1;
+
+        if (rt->nranks) {
+            ngx_memset(&rt->rank_slots[i * rt->nranks], 0xff,
+                       rt->nranks * sizeof(int));
+        }
+
         rt->capacities[i] = kcf->capacity;
         rt->id_hashes[i] = 0;
+    }
+}
+
+
+/*
+ * A server's data-parallel ranks: a slot each, named "address:port#rank"
+ * by the rank the engine publishes (so a reload that keeps the ranks keeps
+ * their blocks); each rank's cache is the server's capacity.  Locked.
+ */
+
+static void
+ngx_http_kvroute_resolve_ranks(ngx_http_kvroute_srv_conf_t *kcf,
+    ngx_str_t *name, uint64_t capacity, int *slots)
+{
+    u_char       buf[NGX_SOCKADDR_STRLEN + NGX_INT_T_LEN + 2], *p;
+    ngx_uint_t   r;
+    kvr_index_t *index;
+
+    index = kcf->zone->sh->index;
+
+    for (r = 0; r < kcf->events_ranks.count; r++) {
+        slots[r] = -1;
+
+        if (name->len > NGX_SOCKADDR_STRLEN) {
+            continue;
+        }
+
+        p = ngx_sprintf(buf, "%V#%ui", name, kcf->events_ranks.first + r);
+
+        slots[r] = kvr_index_slot(index, (char *) buf, p - buf);
+
+        if (slots[r] >= 0) {
+            kvr_index_slot_set_capacity(index, slots[r], capacity);
+        }
     }
 }
 

@@ -20,6 +20,8 @@ static ngx_int_t ngx_http_kvroute_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 static ngx_int_t ngx_http_kvroute_block_keys(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, ngx_http_kvroute_ctx_t *ctx);
+static ngx_int_t ngx_http_kvroute_dp_rank(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
 
 
 ngx_str_t  ngx_http_kvroute_reason_names[] = {
@@ -83,6 +85,9 @@ static ngx_http_variable_t  ngx_http_kvroute_vars[] = {
 
     { ngx_string("kvroute_block_keys"), NULL, ngx_http_kvroute_variable,
       NGX_HTTP_KVROUTE_VAR_BLOCK_KEYS, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("kvroute_dp_rank"), NULL, ngx_http_kvroute_dp_rank,
+      0, NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
       ngx_http_null_variable
 };
@@ -182,6 +187,46 @@ string:
 
     v->len = s->len;
     v->data = s->data;
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+
+    return NGX_OK;
+}
+
+
+/*
+ * The data-parallel rank chosen on the server (its index among the
+ * server's ranks, as X-data-parallel-rank wants it); empty without ranks
+ * to choose from or a choice.  Asked for before the balancer has run (by
+ * proxy_set_header, as the upstream request is created), it makes the
+ * choice then (ngx_http_kvroute_predecide()), once.
+ */
+
+static ngx_int_t
+ngx_http_kvroute_dp_rank(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    ngx_http_kvroute_ctx_t  *ctx;
+
+    ctx = ngx_http_kvroute_get_ctx(r);
+    if (ctx == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (!ctx->pre_done && ctx->server.len == 0) {
+        ctx->pre_done = 1;
+        ngx_http_kvroute_predecide(r, ctx);
+    }
+
+    if (!ctx->has_dp_rank) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    v->len = ngx_sprintf(ctx->dp_rank_text, "%ui", ctx->dp_rank)
+             - ctx->dp_rank_text;
+    v->data = ctx->dp_rank_text;
     v->valid = 1;
     v->no_cacheable = 1;
     v->not_found = 0;
