@@ -562,8 +562,9 @@ Content-Type: application/json
 
 
 
-=== TEST 14: data-parallel ranks share their server's index: rank 1's
-removal and AllBlocksCleared take only rank 1's blocks, rank 0's stay
+=== TEST 14: data-parallel ranks, an index slot each: rank 1's removal and
+AllBlocksCleared take only rank 1's blocks, rank 0's stay (the status page
+sums the ranks')
 --- main_config eval: $::MainConfig
 --- http_config eval: main::http_config(14, 0, 'events_ranks=2')
 --- config eval: $::Config

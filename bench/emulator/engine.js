@@ -15,8 +15,9 @@ const FILLER_WORDS = [' the', ' quick', ' brown', ' fox', ' jumps', ' over',
 class Engine {
   // o: index, name, host, port, model, blockSize, capacityBlocks, timing,
   //    kvEvents ('none'|'zmq'), eventsPort, replayPort|null, topic,
-  //    eventsFormat, hashType, flavour, hashSeed; tokenizer: TextTokenizer
-  //    (or null), filler: {ids, texts}
+  //    eventsFormat, hashType, flavour, hashSeed, dpRank, listen (false: a
+  //    data-parallel rank behind a DpFront's HTTP server); tokenizer:
+  //    TextTokenizer (or null), filler: {ids, texts}
   constructor(o, tokenizer, filler) {
     this.o = o;
     this.name = o.name;
@@ -53,7 +54,7 @@ class Engine {
 
   async start() {
     await this._startPublisher();
-    await this._listen();
+    if (this.o.listen !== false) await this._listen();
   }
 
   async _startPublisher() {
@@ -69,6 +70,7 @@ class Engine {
         bufferSteps: 10000,
         replayTopicFrame: this.o.flavour === 'vllm' && this.o.eventsFormat === 'map',
         forms: this.o.eventForms,
+        dpRank: this.o.dpRank || 0,
       });
       await this.publisher.start();
     }
@@ -184,7 +186,7 @@ class Engine {
       this._fresh();
       try {
         await this._startPublisher();
-        await this._listen();
+        if (this.o.listen !== false) await this._listen();
         this.down = false;
         onChange('up');
       } catch (err) {

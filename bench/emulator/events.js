@@ -68,11 +68,12 @@ function encodeEvent(ev, o) {
   throw new Error('unknown event type ' + ev.type);
 }
 
-// Batch -> msgpack payload: [ts float64, events, dp_rank 0].
+// Batch -> msgpack payload: [ts float64, events, dp_rank] (o.dpRank, 0
+// without data parallelism, as vLLM fills it in).
 function encodeBatch(events, o, ts) {
   let t = ts === undefined ? Date.now() / 1000 : ts;
   if (Number.isInteger(t)) t += 1e-6;  // keep it a float64 on the wire
-  const body = [t, events.map((e) => encodeEvent(e, o)), 0];
+  const body = [t, events.map((e) => encodeEvent(e, o)), o.dpRank || 0];
   return Buffer.from(msgpack.encode(body, { useBigInt64: true }));
 }
 
@@ -180,7 +181,7 @@ class EventShaper {
 class EventPublisher {
   // o: endpoint, replayEndpoint|null, topic, format, flavour, hashType,
   //    bufferSteps, replayTopicFrame (bool: vLLM >= #45177 reply layout),
-  //    forms (EventShaper)
+  //    forms (EventShaper), dpRank (the batches' data-parallel rank)
   constructor(o) {
     this.o = o;
     this.shaper = new EventShaper(o.forms, o.flavour);

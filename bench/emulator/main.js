@@ -10,6 +10,7 @@
 const { parseOptions, USAGE } = require('./options');
 const { TextTokenizer } = require('./tokenize');
 const { Engine, makeFiller } = require('./engine');
+const { DpFront } = require('./dp_front');
 const { Gpu } = require('./gpu');
 const { realClock } = require('./model_clock');
 const { spawn } = require('node:child_process');
@@ -126,28 +127,40 @@ async function main() {
       prefillUsPerToken: o.timing.prefillUsPerToken / scale,
       decodeUsPerSeq: o.timing.decodeUsPerSeq / scale,
     });
-    engines.push(new Engine({
-      index: i,
-      name: o.namePrefix + i,
-      host: o.host,
-      port: o.basePort + i,
-      model: o.model,
-      blockSize: o.blockSize,
-      capacityBlocks: Math.max(1, Math.round(o.capacityBlocks * scale)),
-      timing,
-      gpu: gpuOf(i),
-      frontendUs: o.frontendUs,
-      kvEvents: o.kvEvents,
-      eventsHost: o.eventsHost,
-      eventsPort: o.eventsBasePort + i,
-      replayPort: o.replayBasePort > 0 ? o.replayBasePort + i : null,
-      topic: o.topic,
-      eventsFormat: o.eventsFormat,
-      hashType: o.hashType,
-      flavour: o.flavour,
-      hashSeed: o.hashSeed,
-      eventForms: o.eventForms,
-    }, tokenizer, filler));
+    // with --dp-ranks R, rank r of engine i publishes on events-base-port
+    // + i x R + r (and replay-base-port + i x R + r)
+    const R = o.dpRanks;
+    const ranks = [];
+    for (let r = 0; r < R; r++) {
+      ranks.push(new Engine({
+        index: i,
+        name: o.namePrefix + i + (R > 1 ? `-dp${r}` : ''),
+        host: o.host,
+        port: o.basePort + i,
+        listen: R === 1,
+        dpRank: R > 1 ? r : 0,
+        model: o.model,
+        blockSize: o.blockSize,
+        capacityBlocks: Math.max(1, Math.round(o.capacityBlocks * scale)),
+        timing,
+        // each rank a GPU of its own, of engine i's GPU's class
+        gpu: R === 1 ? gpuOf(i) : new Gpu(clock, { speed: o.gpus.length ? o.gpus[o.gpuOf[i]] : 1,
+          share: o.share }),
+        frontendUs: o.frontendUs,
+        kvEvents: o.kvEvents,
+        eventsHost: o.eventsHost,
+        eventsPort: o.eventsBasePort + i * R + r,
+        replayPort: o.replayBasePort > 0 ? o.replayBasePort + i * R + r : null,
+        topic: o.topic,
+        eventsFormat: o.eventsFormat,
+        hashType: o.hashType,
+        flavour: o.flavour,
+        hashSeed: o.hashSeed,
+        eventForms: o.eventForms,
+      }, tokenizer, filler));
+    }
+    engines.push(R === 1 ? ranks[0]
+      : new DpFront({ index: i, name: o.namePrefix + i, host: o.host, port: o.basePort + i }, ranks));
     byIndex.set(i, engines[engines.length - 1]);
   }
   let stopping = false;

@@ -46,6 +46,7 @@ const SPEC = {
   'events-report-full': { type: 'boolean', default: false },
   'events-hybrid': { type: 'boolean', default: false },
   'events-bigram': { type: 'boolean', default: false },
+  'dp-ranks': { type: 'string', default: '1' },
   'name-prefix': { type: 'string', default: 'engine-' },
   'engine-scale': { type: 'string', default: '' },
   'base-us': { type: 'string', default: String(DEFAULT_TIMING.baseUs) },
@@ -104,6 +105,8 @@ function parseOptions(argv) {
       hybrid: v['events-hybrid'],
       bigram: v['events-bigram'],
     },
+    // data-parallel ranks behind each engine's HTTP server (dp_front.js)
+    dpRanks: num(v['dp-ranks'], 'dp-ranks', 1, true),
     namePrefix: v['name-prefix'],
     // per engine: its KV capacity and its speed times this factor (unequal
     // GPUs); engines past the list's end get 1
@@ -127,6 +130,8 @@ function parseOptions(argv) {
     },
   };
   if (o.timing.timeScale <= 0) throw new Error('--time-scale must be > 0');
+  if (o.dpRanks > 32) throw new Error('--dp-ranks: expected at most 32');
+  if (o.dpRanks > 1 && o.processes > 1) throw new Error('--dp-ranks needs --processes 1');
   if (o.share > 1) throw new Error('--share: expected a number in [0, 1]');
   o.gpuOf = placeEngines(o.engines, o.gpus, o.placement);
   if (o.eventForms.bigram && o.flavour !== 'sglang') throw new Error('--events-bigram needs --flavour sglang');

@@ -50,13 +50,15 @@ async function startEmulator(args, engines) {
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
-// One HTTP request; resolves {status, headers, body (string)}.
-function request(port, method, urlPath, body) {
+// One HTTP request (extra: more request headers); resolves {status,
+// headers, body (string)}.
+function request(port, method, urlPath, body, extra) {
   return new Promise((resolve, reject) => {
     const data = body === undefined ? null
       : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
     const req = http.request({ host: '127.0.0.1', port, method, path: urlPath, agent,
-      headers: data ? { 'content-type': 'application/json', 'content-length': data.length } : {} },
+      headers: Object.assign(data ? { 'content-type': 'application/json',
+        'content-length': data.length } : {}, extra || {}) },
     (res) => {
       const chunks = [];
       res.on('data', (c) => chunks.push(c));
@@ -70,8 +72,8 @@ function request(port, method, urlPath, body) {
   });
 }
 
-async function postJson(port, urlPath, body) {
-  const r = await request(port, 'POST', urlPath, body);
+async function postJson(port, urlPath, body, extra) {
+  const r = await request(port, 'POST', urlPath, body, extra);
   let json = null;
   try { json = JSON.parse(r.body); } catch (e) { /* stream or error */ }
   return Object.assign(r, { json });

@@ -29,7 +29,6 @@ typedef struct {
 
     /* load charged for the current try, returned in free */
     ngx_int_t                          charged_slot;
-    ngx_int_t                          charged_rank;  /* its rank's slot */
     uint64_t                           charged_tokens;
     uint64_t                           charged_prefill;
 
@@ -46,7 +45,9 @@ typedef struct {
     int                                slots[NGX_HTTP_KVROUTE_MAX_PEERS];
     int                                pred[NGX_HTTP_KVROUTE_MAX_PEERS];
     int                               *ranks[NGX_HTTP_KVROUTE_MAX_PEERS];
-    int                                rank_slot[NGX_HTTP_KVROUTE_MAX_PEERS];
+    /* the slot of the cache the request would use: the rank's, or the
+       server's; its load, pins and prefixes are that slot's too */
+    int                                cache[NGX_HTTP_KVROUTE_MAX_PEERS];
     ngx_uint_t                         rank[NGX_HTTP_KVROUTE_MAX_PEERS];
     uint32_t                           overlap[NGX_HTTP_KVROUTE_MAX_PEERS];
     kvr_candidate_t                    cand[NGX_HTTP_KVROUTE_MAX_PEERS];
@@ -94,7 +95,7 @@ static ngx_int_t ngx_http_kvroute_fallback(ngx_peer_connection_t *pc,
 static ngx_int_t ngx_http_kvroute_slot_of(ngx_http_kvroute_peer_data_t *kp,
     ngx_http_upstream_rr_peer_t *chosen);
 static void ngx_http_kvroute_charge(ngx_http_kvroute_peer_data_t *kp,
-    ngx_int_t slot, ngx_int_t rank_slot, ngx_uint_t overlap);
+    ngx_int_t slot, ngx_uint_t overlap);
 static void ngx_http_kvroute_decided(ngx_peer_connection_t *pc,
     ngx_http_kvroute_peer_data_t *kp, ngx_uint_t reason);
 static void ngx_http_kvroute_pins_gather(ngx_http_kvroute_srv_conf_t *kcf,
@@ -160,7 +161,6 @@ ngx_http_kvroute_init_peer(ngx_http_request_t *r,
     kp->ctx = ctx;
     kp->primaries = kp->rrp.peers;
     kp->charged_slot = -1;
-    kp->charged_rank = -1;
     kp->pinned.slot = -1;
 
     ctx->charge = kp;
@@ -221,9 +221,7 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
 
     ngx_http_kvroute_use_peer(pc, kp, &cs, chosen, now);
 
-    ngx_http_kvroute_charge(kp, cs.slots[chosen],
-                            ctx->has_dp_rank ? cs.rank_slot[chosen] : -1,
-                            ctx->overlap);
+    ngx_http_kvroute_charge(kp, cs.cache[chosen], ctx->overlap);
 
     ngx_http_kvroute_decided(pc, kp, reason);
 
@@ -387,7 +385,7 @@ ngx_http_kvroute_score(ngx_http_kvroute_peer_data_t *kp,
     px.homes = kcf->zone->sh->homes;
     px.roots = (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV)
                ? kcf->zone->sh->roots : NULL;
-    px.slots = cs->slots;
+    px.slots = cs->cache;
     px.pred = (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) ? cs->pred : NULL;
     px.first_block = ctx->first_block;
     px.now_msec = ngx_current_msec;
@@ -399,7 +397,7 @@ ngx_http_kvroute_score(ngx_http_kvroute_peer_data_t *kp,
     demand.first_block = ctx->first_block;
     demand.random = ((uint64_t) ngx_random() << 32) ^ ngx_random();
 
-    ngx_http_kvroute_pins_gather(kcf, ctx, cs->slots, cs->n, cs->cand,
+    ngx_http_kvroute_pins_gather(kcf, ctx, cs->cache, cs->n, cs->cand,
                                  &demand);
 
     ngx_http_kvroute_engine_loads(kcf, cs->slots, cs->n, cs->cand,
@@ -420,7 +418,7 @@ ngx_http_kvroute_commit(ngx_http_kvroute_peer_data_t *kp,
     ngx_http_kvroute_candidates_t *cs, ngx_uint_t chosen,
     uint32_t out_blocks)
 {
-    ngx_http_kvroute_pin(kp, cs->slots[chosen], out_blocks);
+    ngx_http_kvroute_pin(kp, cs->cache[chosen], out_blocks);
 
     ngx_http_kvroute_record(kp->conf, kp->conf->zone->sh->index, kp->ctx, cs,
                             chosen);
@@ -544,7 +542,7 @@ ngx_http_kvroute_predecided(ngx_http_kvroute_peer_data_t *kp,
 
     cs->overlap[i] = ctx->overlap;
     cs->rank[i] = ctx->dp_rank;
-    cs->rank_slot[i] = cs->ranks[i] ? cs->ranks[i][ctx->dp_rank] : -1;
+    cs->cache[i] = cs->ranks[i] ? cs->ranks[i][ctx->dp_rank] : cs->slots[i];
 
     ngx_http_kvroute_lock(kp->conf->zone);
     ngx_http_kvroute_commit(kp, cs, i, ctx->pre_out_blocks);
@@ -571,7 +569,7 @@ ngx_http_kvroute_match(ngx_http_kvroute_srv_conf_t *kcf, kvr_index_t *index,
     for (i = 0; i < cs->n; i++) {
         cs->overlap[i] = 0;
         cs->rank[i] = 0;
-        cs->rank_slot[i] = -1;
+        cs->cache[i] = cs->slots[i];
     }
 
     if (kcf->runtime->nranks) {
@@ -659,7 +657,7 @@ ngx_http_kvroute_match_ranks(ngx_http_kvroute_srv_conf_t *kcf,
                            ngx_http_kvroute_rank_inflight, &load);
 
         cs->rank[i] = r;
-        cs->rank_slot[i] = slots[i * nranks + r];
+        cs->cache[i] = slots[i * nranks + r];
         cs->overlap[i] = overlap[i * nranks + r];
     }
 }
@@ -695,14 +693,14 @@ ngx_http_kvroute_loads(ngx_http_kvroute_srv_conf_t *kcf, kvr_index_t *index,
     for (i = 0; i < cs->n; i++) {
         cand = &cs->cand[i];
 
-        /* with ranks, the cache of the rank the request would go to */
+        /* with ranks, the cache and load of the rank it would go to */
 
-        slot = cs->ranks[i] ? cs->rank_slot[i] : cs->slots[i];
+        slot = cs->cache[i];
 
         cand->cached_blocks = (slot >= 0) ? kvr_index_slot_blocks(index, slot)
                                           : 0;
 
-        ngx_http_kvroute_load(kcf->zone, cs->slots[i], &requests, &tokens,
+        ngx_http_kvroute_load(kcf->zone, slot, &requests, &tokens,
                               &prefill);
 
         cand->overlap = cs->overlap[i];
@@ -728,7 +726,7 @@ ngx_http_kvroute_record(ngx_http_kvroute_srv_conf_t *kcf, kvr_index_t *index,
 
     /* with ranks, the rank's own cache */
 
-    slot = cs->ranks[chosen] ? cs->rank_slot[chosen] : cs->slots[chosen];
+    slot = cs->cache[chosen];
 
     if (slot >= 0 && kcf->mode == NGX_HTTP_KVROUTE_MODE_APPROX) {
         kvr_index_record(index, slot, ctx->hashes, ctx->nblocks);
@@ -741,7 +739,7 @@ ngx_http_kvroute_record(ngx_http_kvroute_srv_conf_t *kcf, kvr_index_t *index,
     kvr_prefixes_routed(&kcf->policy, kcf->zone->sh->homes,
                         (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV)
                         ? kcf->zone->sh->roots : NULL,
-                        cs->slots[chosen], ctx->first_block,
+                        cs->cache[chosen], ctx->first_block,
                         cs->overlap[chosen]);
 }
 
@@ -820,7 +818,7 @@ ngx_http_kvroute_fallback(ngx_peer_connection_t *pc,
     kp->ctx->has_dp_rank = 0;
 
     ngx_http_kvroute_charge(kp, ngx_http_kvroute_slot_of(kp, kp->rrp.current),
-                            -1, 0);
+                            0);
 
     ngx_http_kvroute_decided(pc, kp, reason);
 
@@ -858,7 +856,7 @@ ngx_http_kvroute_slot_of(ngx_http_kvroute_peer_data_t *kp,
 
 static void
 ngx_http_kvroute_charge(ngx_http_kvroute_peer_data_t *kp, ngx_int_t slot,
-    ngx_int_t rank_slot, ngx_uint_t overlap)
+    ngx_uint_t overlap)
 {
     uint64_t                 cached;
     ngx_http_kvroute_row_t  *row;
@@ -879,14 +877,6 @@ ngx_http_kvroute_charge(ngx_http_kvroute_peer_data_t *kp, ngx_int_t slot,
     (void) ngx_atomic_fetch_add(&row->requests[slot], 1);
     (void) ngx_atomic_fetch_add(&row->tokens[slot], kp->charged_tokens);
     (void) ngx_atomic_fetch_add(&row->prefill[slot], kp->charged_prefill);
-
-    /* a rank's requests in flight, to break ties between its peers */
-
-    kp->charged_rank = rank_slot;
-
-    if (rank_slot >= 0) {
-        (void) ngx_atomic_fetch_add(&row->requests[rank_slot], 1);
-    }
 }
 
 
@@ -932,12 +922,7 @@ ngx_http_kvroute_free_peer(ngx_peer_connection_t *pc, void *data,
         (void) ngx_atomic_fetch_add(&row->prefill[slot],
                                     -(ngx_atomic_int_t) kp->charged_prefill);
 
-        if (kp->charged_rank >= 0) {
-            (void) ngx_atomic_fetch_add(&row->requests[kp->charged_rank], -1);
-        }
-
         kp->charged_slot = -1;
-        kp->charged_rank = -1;
     }
 
     ngx_http_kvroute_unpin(kp);

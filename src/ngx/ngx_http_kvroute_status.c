@@ -80,7 +80,7 @@ static u_char *ngx_http_kvroute_status_upstream(u_char *p, u_char *last,
     ngx_http_upstream_srv_conf_t *uscf);
 static u_char *ngx_http_kvroute_status_peer(u_char *p, u_char *last,
     ngx_http_kvroute_srv_conf_t *kcf, ngx_str_t *server, ngx_int_t slot,
-    ngx_uint_t backup);
+    int *ranks, ngx_uint_t backup);
 static u_char *ngx_http_kvroute_status_events(u_char *p, u_char *last,
     ngx_http_kvroute_srv_conf_t *kcf, ngx_str_t *server, ngx_int_t slot,
     ngx_uint_t backup);
@@ -294,6 +294,9 @@ ngx_http_kvroute_status_upstream(u_char *p, u_char *last,
             slot = (i < rt->nslots) ? rt->slots[i] : -1;
 
             p = ngx_http_kvroute_status_peer(p, last, kcf, &peer->name, slot,
+                                             rt->nranks && i < rt->nslots
+                                             ? &rt->rank_slots[i * rt->nranks]
+                                             : NULL,
                                              list != peers);
 
             if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV && slot >= 0) {
@@ -312,32 +315,57 @@ ngx_http_kvroute_status_upstream(u_char *p, u_char *last,
 }
 
 
-/* a server's load and cache, in the order of ..._peer_metrics[] */
+/*
+ * a server's load and cache, in the order of ..._peer_metrics[]; with
+ * data-parallel ranks (ranks: their slots) its own load (requests routed
+ * without a rank) and all its ranks' load and cache
+ */
 
 static u_char *
 ngx_http_kvroute_status_peer(u_char *p, u_char *last,
     ngx_http_kvroute_srv_conf_t *kcf, ngx_str_t *server, ngx_int_t slot,
-    ngx_uint_t backup)
+    int *ranks, ngx_uint_t backup)
 {
     uint64_t                  values[NGX_HTTP_KVROUTE_EVENTS_METRICS];
+    uint64_t                  load[3];
+    ngx_uint_t                r, n;
     kvr_index_slot_info_t     info;
     ngx_http_kvroute_zone_t  *zone;
 
     zone = kcf->zone;
 
-    ngx_memzero(&info, sizeof(kvr_index_slot_info_t));
-
-    if (slot >= 0) {
-        ngx_http_kvroute_lock(zone);
-        kvr_index_slot_info(zone->sh->index, slot, &info);
-        ngx_http_kvroute_unlock(zone);
-    }
-
     ngx_http_kvroute_load(zone, slot, &values[0], &values[1], &values[2]);
 
-    values[3] = info.blocks;
-    values[4] = info.capacity;
-    values[5] = info.evictions;
+    values[3] = 0;
+    values[4] = 0;
+    values[5] = 0;
+
+    n = ranks ? kcf->runtime->nranks : 1;
+
+    ngx_http_kvroute_lock(zone);
+
+    for (r = 0; r < n; r++) {
+        ngx_memzero(&info, sizeof(kvr_index_slot_info_t));
+
+        if (ranks == NULL || ranks[r] >= 0) {
+            kvr_index_slot_info(zone->sh->index, ranks ? ranks[r] : slot,
+                                &info);
+        }
+
+        values[3] += info.blocks;
+        values[4] += info.capacity;
+        values[5] += info.evictions;
+
+        if (ranks) {
+            ngx_http_kvroute_load(zone, ranks[r], &load[0], &load[1],
+                                  &load[2]);
+            values[0] += load[0];
+            values[1] += load[1];
+            values[2] += load[2];
+        }
+    }
+
+    ngx_http_kvroute_unlock(zone);
 
     return ngx_http_kvroute_status_lines(p, last,
                                          ngx_http_kvroute_peer_metrics,
