@@ -71,7 +71,28 @@ function routerTable(top, build, opts = {}) {
     'kvroute-approx-ttft': kv('mode=approx policy=ttft'),
     // the baselines through kvroute itself (bodies read and parsed alike)
     'kvroute-rr': kv('mode=round_robin'),
+    // data parallelism (kvbench --dp-ranks R: each engine fronts R ranks,
+    // rank r of engine i publishing on events-base-port + i x R + r): the
+    // index a slot per rank, the rank sent in X-data-parallel-rank; and the
+    // same index without the header (the engine balances its ranks itself)
+    'kvroute-kv-dp': dp(true),
+    'kvroute-kv-dp-nohdr': dp(false),
   };
+
+  function dp(header) {
+    const R = opts.dpRanks || 1;
+    const E = opts.eventsBasePort || 20081;
+    const P = opts.replayBasePort || 0;
+    return {
+      modules: [kvrouteSo],
+      upstream: ({ enginePorts }) => [`kvroute mode=kv events_ranks=${R} capacity=${cap} block_size=${bs}`
+        + `${opts.kvrouteArgs ? ' ' + opts.kvrouteArgs : ''};`].concat(enginePorts.map((port, i) =>
+        `kvroute_events 127.0.0.1:${port} tcp://127.0.0.1:${E + i * R}`
+        + (P ? ` replay=tcp://127.0.0.1:${P + i * R};` : ';'))),
+      location: header ? ['proxy_set_header X-data-parallel-rank $kvroute_dp_rank;'] : [],
+      emulatorArgs: ['--kv-events', 'zmq'],
+    };
+  }
 }
 
 // What a router is, in one line for result rows: its upstream directives

@@ -61,7 +61,8 @@ async function stopAll() {
 
 // o: router, workers, prefixes, concurrency, requests, seed, maxTokens,
 //    promptForm, timeScale, capacityBlocks, blockSize, port, basePort,
-//    eventsBasePort, nginx, nginxWorkers, emulatorArgs[], top, build, log(msg),
+//    eventsBasePort, nginx, nginxWorkers, emulatorArgs[], dpRanks (engines
+//    of that many data-parallel ranks), top, build, log(msg),
 //    frontends (nginx instances, on port, port + 1, ...), split
 async function runPoint(o, words) {
   o = Object.assign({ replayBasePort: o.eventsBasePort + 100 }, o);
@@ -75,7 +76,8 @@ async function runPoint(o, words) {
     '--time-scale', String(o.timeScale), '--events-base-port', String(o.eventsBasePort),
     '--replay-base-port', String(o.replayBasePort), '--gpus', o.gpus || '', '--placement', String(o.placement || 0),
     ...(o.frontendUs === null || o.frontendUs === undefined ? [] : ['--frontend-us', String(o.frontendUs)]),
-    '--processes', String(o.emulatorProcesses || 1)].concat(router.emulatorArgs || [], o.emulatorArgs || [],
+    '--processes', String(o.emulatorProcesses || 1),
+    ...(o.dpRanks > 1 ? ['--dp-ranks', String(o.dpRanks)] : [])].concat(router.emulatorArgs || [], o.emulatorArgs || [],
     o.engineScale && o.engineScale.length ? [`--engine-scale=${o.engineScale.join(',')}`] : []);
   const emu = await startEmulator(emuArgs);
   live.add(emu);

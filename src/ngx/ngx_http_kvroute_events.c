@@ -370,10 +370,18 @@ ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
 
     kvr_feed_init(&sub->feed, sub->replay_endpoint[0] != '\0');
 
-    /* what the index held from a previous helper can't be removed now */
+    /*
+     * what the index held from a previous helper can't be removed now;
+     * with ranks, nor what the server's own slot held before them
+     */
 
     ngx_http_kvroute_lock(kcf->zone);
     kvr_index_clear_slot(kcf->zone->sh->index, slot);
+
+    if (rt->nranks && rank == 0) {
+        kvr_index_clear_slot(kcf->zone->sh->index, sub->server);
+    }
+
     ngx_http_kvroute_unlock(kcf->zone);
 
     ev->nsubs++;
