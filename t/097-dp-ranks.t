@@ -100,7 +100,7 @@ sub http_config {
     $c .= "}\n";
     for my $s (@$servers) {
         $c .= "server { listen 127.0.0.1:" . server_port($block, $s)
-              . "; location / { echo $s; echo_client_request_headers; } }\n";
+              . "; location / { echo $s; echo \$echo_client_request_headers; } }\n";
     }
     return $c;
 }
