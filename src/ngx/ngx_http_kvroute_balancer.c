@@ -284,6 +284,8 @@ ngx_http_kvroute_eligible(ngx_http_kvroute_peer_data_t *kp, time_t now,
         cs->pred[n] = (j < rt->nslots) ? rt->pred_slots[j] : -1;
         cs->ranks[n] = (j < rt->nslots && rt->nranks)
                        ? &rt->rank_slots[j * rt->nranks] : NULL;
+        cs->cache[n] = cs->slots[n];    /* match() may choose a rank's */
+        cs->rank[n] = 0;
         cand->weight = peer->weight;
 
         if (j < rt->nslots) {
@@ -568,8 +570,6 @@ ngx_http_kvroute_match(ngx_http_kvroute_srv_conf_t *kcf, kvr_index_t *index,
 
     for (i = 0; i < cs->n; i++) {
         cs->overlap[i] = 0;
-        cs->rank[i] = 0;
-        cs->cache[i] = cs->slots[i];
     }
 
     if (kcf->runtime->nranks) {
