@@ -643,6 +643,7 @@ kvr_jexec(kvr_jinja_render_t *r, kvr_jscope_t *sc, kvr_jn_t *n)
     kvr_jsink_t    sink, *saved;
     kvr_jscope_t  *s;
     kvr_jmacro_t  *m;
+    kvr_jn_t      *branch;
 
     if (++r->depth > r->limits.max_depth + 200) {
         kvr_jfail(r, KVR_JINJA_LIMIT, "statements nested too deep");
@@ -661,20 +662,20 @@ kvr_jexec(kvr_jinja_render_t *r, kvr_jscope_t *sc, kvr_jn_t *n)
             break;
 
         case KVR_JN_IF:
-            for ( ;; ) {
-                if (kvr_jv_truthy(r, kvr_jeval(r, sc, n->a))) {
-                    rc = kvr_jexec(r, sc, n->b);
+            /* the elif chain walked aside: n stays this statement */
+            for (branch = n; ; branch = branch->c) {
+                if (kvr_jv_truthy(r, kvr_jeval(r, sc, branch->a))) {
+                    rc = kvr_jexec(r, sc, branch->b);
                     break;
                 }
-                if (n->c == NULL) {
+                if (branch->c == NULL) {
                     rc = KVR_JEXEC_NORMAL;
                     break;
                 }
-                if (n->c->kind == KVR_JN_BLOCK) {
-                    rc = kvr_jexec(r, sc, n->c->b);
+                if (branch->c->kind == KVR_JN_BLOCK) {
+                    rc = kvr_jexec(r, sc, branch->c->b);
                     break;
                 }
-                n = n->c;
             }
             if (rc != KVR_JEXEC_NORMAL) {
                 r->depth--;

@@ -4,7 +4,10 @@
  * Chat request to template variables, as vLLM builds them
  * (entrypoints/chat_utils.py and serving_chat.py), then the render:
  * - content: a string as is, null as "", a list of text parts joined
- *   with "\n" (vLLM's "string" content format);
+ *   with "\n" (vLLM's "string" content format); or, when the template
+ *   loops over message contents (vLLM's "openai" content format, e.g.
+ *   Gemma 3), a list of {"type": "text", "text": ...} parts, a string
+ *   as one part, null as no part;
  * - assistant tool_calls: arguments (a JSON string) parsed, invalid JSON
  *   or an empty string becoming {}; an empty list dropped;
  * - reasoning (or reasoning_content) copied to both names;
@@ -43,12 +46,14 @@ struct kvr_chat_config_s {
     char               **extra;
     size_t              *extra_lens;
     size_t               n_extra;
+    unsigned             openai:1;       /* content as a list of parts */
 };
 
 
 typedef struct {
     kvr_jinja_render_t      *r;
     const kvr_json_doc_t    *doc;
+    const kvr_chat_config_t *cfg;
     int                      status;
     char                    *err;
     size_t                   errlen;
@@ -156,13 +161,8 @@ kvr_chat_config_parse(const char *json, size_t len,
         goto failed;
     }
 
-    /* vLLM would pass contents as lists of parts: not reproduced */
-    if (kvr_jinja_loops_over(cfg->tpl, "content")) {
-        snprintf(err, errlen, "the chat template loops over message "
-                 "contents (vLLM's \"openai\" content format), which is "
-                 "not supported");
-        goto failed;
-    }
+    /* vLLM then passes contents as lists of parts */
+    cfg->openai = kvr_jinja_loops_over(cfg->tpl, "content");
 
     for (i = 0; kvr_chat_token_names[i]; i++) {
         text = kvr_chat_token_text(json_object_get(root,
@@ -456,7 +456,22 @@ kvr_chat_value(kvr_chat_ctx_t *cx, const kvr_json_doc_t *doc, uint32_t node)
 }
 
 
-/* a message's content in vLLM's "string" format */
+/* a text part as vLLM's "openai" content format has it */
+static kvr_jv_t *
+kvr_chat_text_part(kvr_chat_ctx_t *cx, kvr_jv_t *text)
+{
+    kvr_jv_t  *part;
+
+    part = kvr_jinja_new_dict(cx->r);
+    kvr_jinja_dict_set(cx->r, part, "type", 4,
+                       kvr_jinja_new_str(cx->r, "text", 4));
+    kvr_jinja_dict_set(cx->r, part, "text", 4, text);
+
+    return part;
+}
+
+
+/* a message's content in vLLM's "string" format, or "openai" format */
 static kvr_jv_t *
 kvr_chat_content(kvr_chat_ctx_t *cx, uint32_t node)
 {
@@ -468,11 +483,18 @@ kvr_chat_content(kvr_chat_ctx_t *cx, uint32_t node)
     kvr_jv_t    *v, *s;
 
     if (node == 0 || kvr_json_type(cx->doc, node) == KVR_JSON_NULL) {
-        return kvr_jinja_new_str(cx->r, "", 0);
+        return cx->cfg->openai ? kvr_jinja_new_list(cx->r)
+                               : kvr_jinja_new_str(cx->r, "", 0);
     }
 
     if (kvr_json_type(cx->doc, node) == KVR_JSON_STRING) {
-        return kvr_chat_string(cx, node);
+        s = kvr_chat_string(cx, node);
+        if (!cx->cfg->openai || s == NULL) {
+            return s;
+        }
+        v = kvr_jinja_new_list(cx->r);
+        kvr_jinja_list_push(cx->r, v, kvr_chat_text_part(cx, s));
+        return v;
     }
 
     if (kvr_json_type(cx->doc, node) != KVR_JSON_ARRAY) {
@@ -481,10 +503,10 @@ kvr_chat_content(kvr_chat_ctx_t *cx, uint32_t node)
         return NULL;
     }
 
-    /* the parts' texts joined with "\n" */
+    /* the parts' texts joined with "\n", or a list of text parts */
     n = 0;
     buf = NULL;
-    v = NULL;
+    v = cx->cfg->openai ? kvr_jinja_new_list(cx->r) : NULL;
 
     for (part = kvr_json_first(cx->doc, node); part;
          part = kvr_json_next(cx->doc, node, part))
@@ -515,6 +537,11 @@ kvr_chat_content(kvr_chat_ctx_t *cx, uint32_t node)
             goto done;
         }
 
+        if (cx->cfg->openai) {
+            kvr_jinja_list_push(cx->r, v, kvr_chat_text_part(cx, s));
+            continue;
+        }
+
         p = realloc(buf, n + len + 1);
         if (p == NULL) {
             kvr_chat_fail(cx, KVR_JINJA_LIMIT, "out of memory");
@@ -528,12 +555,17 @@ kvr_chat_content(kvr_chat_ctx_t *cx, uint32_t node)
         n += len;
     }
 
-    v = kvr_jinja_new_str(cx->r, buf ? buf : "", n);
+    if (!cx->cfg->openai) {
+        v = kvr_jinja_new_str(cx->r, buf ? buf : "", n);
+    }
+
+    free(buf);
+    return v;
 
 done:
 
     free(buf);
-    return v;
+    return NULL;
 }
 
 
@@ -889,6 +921,7 @@ kvr_chat_render(const kvr_chat_config_t *cfg, const kvr_json_doc_t *doc,
 
     cx.r = r;
     cx.doc = doc;
+    cx.cfg = cfg;
     cx.status = KVR_CHAT_OK;
     cx.err = err;
     cx.errlen = errlen;

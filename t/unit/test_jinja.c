@@ -175,6 +175,8 @@ static const render_case_t  cases[] = {
     { "{% set a, b = [1, 2] %}{{ b }}{{ a }}", "{}", "21", OK },
     { "{% if x %}a{% elif y %}b{% else %}c{% endif %}", "{\"y\": 1}", "b",
       OK },
+    { "{% if x %}a{% elif y %}b{% endif %}c{% if 0 %}{% elif 0 %}"
+      "{% else %}d{% endif %}e", "{\"y\": 1}", "bcde", OK },
     { "{% generation %}g{% endgeneration %}", "{}", "g", OK },
 
     /* jinja2's own rules where they differ from plain python */
@@ -421,28 +423,58 @@ test_compile_errors(void)
 }
 
 
-/* vLLM's "openai" content format is detected and refused by kvr_chat */
+/*
+ * vLLM's "openai" content format: a template looping over contents gets
+ * each content as a list of text parts; others get one string
+ */
 static void
 test_content_format(void)
 {
-    char                 err[256];
+    int                  rc;
+    char                 err[256], out[256];
+    size_t               out_len;
+    kvr_json_doc_t      *doc;
     kvr_chat_config_t   *cfg;
     static const char    config[] =
         "{\"chat_template\": \"{% for m in messages %}{% for p in "
-        "m['content'] %}{{ p.text }}{% endfor %}{% endfor %}\"}";
-    static const char    plain[] =
-        "{\"chat_template\": \"{% for m in messages %}{{ m.content }}"
+        "m['content'] %}{{ p.type }}:{{ p.text }};{% endfor %}|"
         "{% endfor %}\"}";
+    static const char    plain[] =
+        "{\"chat_template\": \"{% for m in messages %}{{ m.content }}|"
+        "{% endfor %}\"}";
+    static const char    request[] =
+        "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}, "
+        "{\"role\": \"user\", \"content\": [{\"type\": \"text\", "
+        "\"text\": \"x\"}, {\"type\": \"input_text\", \"text\": \"y\"}]}, "
+        "{\"role\": \"assistant\", \"content\": null}]}";
+    static const char    parts[] = "text:hi;|text:x;text:y;||";
+    static const char    joined[] = "hi|x\ny||";
+
+    doc = kvr_json_parse(request, strlen(request), 0);
 
     cfg = kvr_chat_config_parse(config, strlen(config), NULL, err,
                                 sizeof(err));
-    tap_ok(cfg == NULL, "a template looping over contents is refused");
+    tap_ok(cfg != NULL, "a template looping over contents is accepted");
+    rc = cfg ? kvr_chat_render(cfg, doc, 0, out, sizeof(out), &out_len,
+                               err, sizeof(err))
+             : -1;
+    tap_ok(rc == 0 && out_len == sizeof(parts) - 1
+           && memcmp(out, parts, out_len) == 0,
+           "contents as lists of text parts (openai format)");
     kvr_chat_config_free(cfg);
 
     cfg = kvr_chat_config_parse(plain, strlen(plain), NULL, err,
                                 sizeof(err));
     tap_ok(cfg != NULL, "a template printing contents is accepted");
+    rc = cfg ? kvr_chat_render(cfg, doc, 0, out, sizeof(out), &out_len,
+                               err, sizeof(err))
+             : -1;
+    tap_ok(rc == 0 && out_len == sizeof(joined) - 1
+           && memcmp(out, joined, out_len) == 0,
+           "contents as strings, parts joined (string format)");
     kvr_chat_config_free(cfg);
+
+    kvr_json_free(doc);
 }
 
 
