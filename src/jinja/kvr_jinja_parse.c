@@ -1027,6 +1027,7 @@ kvr_jp_macro(kvr_jparser_t *p)
     kvr_jtok_t   *t;
     const char   *found;
     uint32_t      loops;
+    int           with_default;
     kvr_jnvec_t   params, defaults;
     static const char  *ends[] = { "endmacro", NULL };
 
@@ -1039,6 +1040,7 @@ kvr_jp_macro(kvr_jparser_t *p)
 
     params.n = 0;
     defaults.n = 0;
+    with_default = 0;
 
     while (!kvr_jp_is_op(p, ")")) {
         if (params.n) {
@@ -1061,7 +1063,8 @@ kvr_jp_macro(kvr_jparser_t *p)
         if (kvr_jp_is_op(p, "=")) {
             p->pos++;
             kvr_jp_vec_push(p, &defaults, kvr_jp_expr(p, 1));
-        } else if (defaults.n) {
+            with_default = 1;
+        } else if (with_default) {
             kvr_jp_error(p, t->line, "non-default argument follows "
                          "default argument");
         } else {

@@ -216,41 +216,113 @@ failed:
 }
 
 
-kvr_chat_config_t *
-kvr_chat_config_load(const char *path, const char *template_override,
-    char *err, size_t errlen)
+/* a whole file, NUL-terminated; NULL with err set (errno kept) */
+static char *
+kvr_chat_read(const char *path, long *size, char *err, size_t errlen)
 {
-    FILE                *f;
-    char                *buf;
-    long                 size;
-    kvr_chat_config_t   *cfg;
+    FILE  *f;
+    char  *buf;
+    int    saved;
 
     f = fopen(path, "rb");
     if (f == NULL) {
+        saved = errno;
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        errno = saved;
         return NULL;
     }
 
-    if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0
-        || size > (64L << 20) || fseek(f, 0, SEEK_SET) != 0)
+    if (fseek(f, 0, SEEK_END) != 0 || (*size = ftell(f)) < 0
+        || *size > (64L << 20) || fseek(f, 0, SEEK_SET) != 0)
     {
         snprintf(err, errlen, "%s: cannot read (or larger than 64 MB)",
                  path);
         fclose(f);
+        errno = EIO;
         return NULL;
     }
 
-    buf = malloc(size + 1);
-    if (buf == NULL || fread(buf, 1, size, f) != (size_t) size) {
+    buf = malloc(*size + 1);
+    if (buf == NULL || fread(buf, 1, *size, f) != (size_t) *size) {
         snprintf(err, errlen, "%s: read failed", path);
         free(buf);
         fclose(f);
+        errno = EIO;
         return NULL;
     }
     fclose(f);
+    buf[*size] = '\0';
+
+    return buf;
+}
+
+
+/*
+ * chat_template.jinja beside the config: transformers reads it in place
+ * of the config's chat_template (gpt-oss ships its template so)
+ */
+static char *
+kvr_chat_read_beside(const char *path, char *err, size_t errlen)
+{
+    long         size;
+    char        *name, *buf;
+    size_t       dir;
+    const char  *slash;
+    static const char  file[] = "chat_template.jinja";
+
+    slash = strrchr(path, '/');
+    dir = slash ? (size_t) (slash - path + 1) : 0;
+
+    name = malloc(dir + sizeof(file));
+    if (name == NULL) {
+        snprintf(err, errlen, "out of memory");
+        errno = ENOMEM;
+        return NULL;
+    }
+    memcpy(name, path, dir);
+    memcpy(name + dir, file, sizeof(file));
+
+    buf = kvr_chat_read(name, &size, err, errlen);
+    free(name);
+
+    if (buf && memchr(buf, '\0', size)) {
+        snprintf(err, errlen, "%s: a NUL byte in the template", file);
+        free(buf);
+        errno = EINVAL;
+        return NULL;
+    }
+
+    return buf;
+}
+
+
+kvr_chat_config_t *
+kvr_chat_config_load(const char *path, const char *template_override,
+    char *err, size_t errlen)
+{
+    long                 size;
+    char                *buf, *beside;
+    kvr_chat_config_t   *cfg;
+
+    buf = kvr_chat_read(path, &size, err, errlen);
+    if (buf == NULL) {
+        return NULL;
+    }
+
+    beside = NULL;
+
+    if (template_override == NULL) {
+        beside = kvr_chat_read_beside(path, err, errlen);
+        if (beside == NULL && errno != ENOENT) {
+            free(buf);
+            return NULL;
+        }
+        template_override = beside;
+    }
 
     cfg = kvr_chat_config_parse(buf, size, template_override, err, errlen);
     free(buf);
+    free(beside);
 
     return cfg;
 }

@@ -44,7 +44,9 @@ typedef struct kvr_chat_config_s  kvr_chat_config_t;
  * transformers passes to the template (bos_token, eos_token, unk_token,
  * sep_token, pad_token, cls_token, mask_token, additional_special_tokens;
  * absent or null ones stay undefined).  template_override, when not NULL,
- * replaces the file's chat_template (e.g. vLLM's --chat-template).
+ * replaces the file's chat_template (e.g. vLLM's --chat-template); else a
+ * chat_template.jinja in the same directory does, as transformers reads
+ * it (gpt-oss ships its template so).
  */
 kvr_chat_config_t *kvr_chat_config_load(const char *path,
     const char *template_override, char *err, size_t errlen);

@@ -304,6 +304,50 @@ def rand_arguments(rng):
     return json.dumps(rand_json_value(rng))
 
 
+def rand_schema(rng, depth=0):
+    """a JSON schema property: the shapes tool templates render (gpt-oss
+    turns them into TypeScript types: arrays, unions, enums, nested
+    objects, nullable, defaults)"""
+    r = rng.random()
+    spec = {}
+    if r < 0.25 or depth > 2:
+        spec["type"] = rng.choice(["string", "number", "integer", "boolean",
+                                   "null", "weird"])
+        if spec["type"] == "string" and rng.random() < 0.3:
+            spec["enum"] = [rand_text(rng, 1, 1)
+                            for _ in range(rng.randint(1, 3))]
+    elif r < 0.4:
+        spec["type"] = "array"
+        if rng.random() < 0.8:
+            spec["items"] = rand_schema(rng, depth + 1)
+    elif r < 0.5:
+        spec["type"] = rng.sample(["string", "number", "object", "array",
+                                   "null"], rng.randint(1, 3))
+    elif r < 0.6:
+        spec["oneOf"] = [rand_schema(rng, depth + 1)
+                         for _ in range(rng.randint(1, 3))]
+    elif r < 0.75:
+        spec["type"] = "object"
+        if rng.random() < 0.8:
+            spec["properties"] = {
+                rng.choice(["a", "b", "key", "ключ", "q\"k"]) + str(i):
+                    rand_schema(rng, depth + 1)
+                for i in range(rng.randint(0, 3))}
+            if rng.random() < 0.6:
+                spec["required"] = list(spec["properties"])[:1]
+    elif r < 0.8:
+        pass
+    else:
+        spec["type"] = "string"
+    if rng.random() < 0.8:
+        spec["description"] = rand_text(rng, 0, 3)
+    if rng.random() < 0.15:
+        spec["nullable"] = rng.random() < 0.7
+    if rng.random() < 0.15:
+        spec["default"] = rand_json_value(rng, 2)
+    return spec
+
+
 def rand_tool(rng, i):
     fn = {"name": rng.choice(["get_weather", "search", "calc", "lookup"])
           + str(i)}
@@ -317,6 +361,11 @@ def rand_tool(rng, i):
                            "unit": {"type": "string",
                                     "enum": ["c", "f"]}},
             "required": ["location"]}
+        if rng.random() < 0.5:
+            for k in range(rng.randint(1, 4)):
+                fn["parameters"]["properties"]["p%d" % k] = rand_schema(rng)
+            if rng.random() < 0.5:
+                fn["parameters"]["required"].append("p0")
     if rng.random() < 0.1:
         fn["strict"] = rng.random() < 0.5
     tool = {"type": "function", "function": fn}
@@ -379,6 +428,8 @@ def rand_request(rng):
                                + "</tool_response>")
     if rng.random() < 0.05:
         msgs[0]["name"] = "alice"
+    if rng.random() < 0.1 and msgs[0]["role"] == "system":
+        msgs[0]["role"] = "developer"
 
     req = {"model": "m", "messages": msgs}
     if rng.random() < 0.4:
@@ -393,6 +444,16 @@ def rand_request(rng):
         req["chat_template_kwargs"] = {"enable_thinking": False}
     elif r < 0.5:
         req["chat_template_kwargs"] = {"enable_thinking": True}
+    # gpt-oss's kwargs
+    if rng.random() < 0.3:
+        kw = req.setdefault("chat_template_kwargs", {})
+        if rng.random() < 0.6:
+            kw["reasoning_effort"] = rng.choice(["low", "medium", "high"])
+        if rng.random() < 0.4:
+            kw["builtin_tools"] = rng.sample(["browser", "python", "other"],
+                                             rng.randint(0, 2))
+        if rng.random() < 0.3:
+            kw["model_identity"] = rand_text(rng, 1, 4)
     return req
 
 

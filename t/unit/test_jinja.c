@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kvr_jinja.h"
 #include "kvr_chat.h"
@@ -478,6 +479,78 @@ test_content_format(void)
 }
 
 
+static int
+write_text(const char *path, const char *text)
+{
+    FILE  *f;
+
+    f = fopen(path, "w");
+    if (f == NULL) {
+        return -1;
+    }
+    fputs(text, f);
+
+    return fclose(f);
+}
+
+
+/* chat_template.jinja beside tokenizer_config.json replaces its template */
+static void
+test_template_beside(void)
+{
+    int                  rc;
+    char                 dir[] = "/tmp/kvr-test-jinja-XXXXXX";
+    char                 config[64], beside[64], err[256], out[64];
+    size_t               out_len;
+    kvr_json_doc_t      *doc;
+    kvr_chat_config_t   *cfg;
+    static const char    request[] = "{\"messages\": []}";
+
+    doc = kvr_json_parse(request, strlen(request), 0);
+
+    if (mkdtemp(dir) == NULL) {
+        tap_ok(0, "a temporary directory");
+        return;
+    }
+    snprintf(config, sizeof(config), "%s/tokenizer_config.json", dir);
+    snprintf(beside, sizeof(beside), "%s/chat_template.jinja", dir);
+
+    rc = write_text(config, "{\"chat_template\": \"A\", "
+                            "\"bos_token\": \"<s>\"}");
+    rc |= write_text(beside, "B{{ bos_token }}");
+
+    cfg = rc ? NULL : kvr_chat_config_load(config, NULL, err, sizeof(err));
+    rc = cfg ? kvr_chat_render(cfg, doc, 0, out, sizeof(out), &out_len,
+                               err, sizeof(err))
+             : -1;
+    tap_ok(rc == 0 && out_len == 4 && memcmp(out, "B<s>", 4) == 0,
+           "chat_template.jinja beside the config is the template");
+    kvr_chat_config_free(cfg);
+
+    cfg = kvr_chat_config_load(config, "C", err, sizeof(err));
+    rc = cfg ? kvr_chat_render(cfg, doc, 0, out, sizeof(out), &out_len,
+                               err, sizeof(err))
+             : -1;
+    tap_ok(rc == 0 && out_len == 1 && out[0] == 'C',
+           "an explicit template still wins");
+    kvr_chat_config_free(cfg);
+
+    unlink(beside);
+
+    cfg = kvr_chat_config_load(config, NULL, err, sizeof(err));
+    rc = cfg ? kvr_chat_render(cfg, doc, 0, out, sizeof(out), &out_len,
+                               err, sizeof(err))
+             : -1;
+    tap_ok(rc == 0 && out_len == 1 && out[0] == 'A',
+           "without it, the config's chat_template");
+    kvr_chat_config_free(cfg);
+
+    unlink(config);
+    rmdir(dir);
+    kvr_json_free(doc);
+}
+
+
 /* the compiled template is reused, each render with its own context */
 static void
 test_reuse(void)
@@ -645,6 +718,7 @@ main(void)
     test_compile_errors();
     test_reuse();
     test_content_format();
+    test_template_beside();
     test_vectors();
 
     return tap_done();
