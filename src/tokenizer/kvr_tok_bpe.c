@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -29,6 +30,9 @@
 #define KVR_BPE_CACHE_MAX_KEY 46
 #define KVR_BPE_CACHE_MAX_IDS 12
 
+/* pieces of at most this many symbols merge by a scan, not a heap */
+#define KVR_BPE_SCAN_MAX      48
+
 
 typedef struct {
     uint32_t   hash;
@@ -43,6 +47,13 @@ typedef struct {
     uint32_t   rank;
     uint32_t   new_id;
 } kvr_bpe_merge_slot_t;
+
+
+/* a merge of two single-byte tokens: the pair is implied by the bytes */
+typedef struct {
+    uint32_t   rank;         /* KVR_BPE_NO_ID: no merge */
+    uint32_t   new_id;
+} kvr_bpe_byte_pair_t;
 
 
 typedef struct {
@@ -89,8 +100,9 @@ struct kvr_tok_bpe_s {
      * merges of two single-byte tokens, by byte pair: most lookups of a
      * piece hit these, and 512 KB stay in cache where the map does not
      */
-    kvr_bpe_merge_slot_t  *byte_pairs;
+    kvr_bpe_byte_pair_t   *byte_pairs;
     int                    ignore_merges;
+    int                    ids_unique;     /* one string a token id */
 
     /* per-process scratch, grown on demand */
     kvr_bpe_symbol_t      *symbols;
@@ -119,6 +131,33 @@ struct kvr_tok_bpe_s {
     size_t                 n_merges;
     uint8_t                ascii_junction[128 * 128 / 8];
 };
+
+
+/*
+ * A lookup table of several MB: each probe is a random access, so on 4 KB
+ * pages most probes also miss the TLB; 2 MB pages (transparent huge pages
+ * asked for by madvise, where the kernel has them) take that cost away.
+ * free() releases it.
+ */
+static void *
+kvr_bpe_table_alloc(size_t size)
+{
+    void  *p;
+
+    if (size < (2u << 20)) {
+        return malloc(size);
+    }
+
+    if (posix_memalign(&p, 2u << 20, size) != 0) {
+        return NULL;
+    }
+
+#ifdef MADV_HUGEPAGE
+    (void) madvise(p, size, MADV_HUGEPAGE);
+#endif
+
+    return p;
+}
 
 
 static size_t
@@ -151,8 +190,8 @@ kvr_tok_bpe_create(size_t n_vocab, size_t n_merges)
     vsize = kvr_bpe_table_size(n_vocab);
     msize = kvr_bpe_table_size(n_merges);
 
-    bpe->vocab = malloc(vsize * sizeof(kvr_bpe_vocab_slot_t));
-    bpe->merges = malloc(msize * sizeof(kvr_bpe_merge_slot_t));
+    bpe->vocab = kvr_bpe_table_alloc(vsize * sizeof(kvr_bpe_vocab_slot_t));
+    bpe->merges = kvr_bpe_table_alloc(msize * sizeof(kvr_bpe_merge_slot_t));
     bpe->cache = calloc(KVR_BPE_CACHE_SLOTS, sizeof(kvr_bpe_cache_slot_t));
     bpe->arena_cap = 16 * n_vocab + 4096;
     bpe->arena = malloc(bpe->arena_cap);
@@ -312,20 +351,55 @@ kvr_bpe_pair_hash(uint64_t pair)
 
 
 static kvr_bpe_merge_slot_t *
-kvr_bpe_merge_find(const kvr_tok_bpe_t *bpe, uint64_t pair)
+kvr_bpe_merge_probe(const kvr_tok_bpe_t *bpe, uint64_t pair, size_t i)
 {
-    size_t                 i;
     kvr_bpe_merge_slot_t  *slot;
 
-    for (i = kvr_bpe_pair_hash(pair) & bpe->merges_mask; /* void */ ;
-         i = (i + 1) & bpe->merges_mask)
-    {
+    for ( /* void */ ; /* void */ ; i = (i + 1) & bpe->merges_mask) {
         slot = &bpe->merges[i];
 
         if (slot->pair == pair || slot->pair == KVR_BPE_EMPTY_PAIR) {
             return slot;
         }
     }
+}
+
+
+static kvr_bpe_merge_slot_t *
+kvr_bpe_merge_find(const kvr_tok_bpe_t *bpe, uint64_t pair)
+{
+    return kvr_bpe_merge_probe(bpe, pair,
+                               kvr_bpe_pair_hash(pair) & bpe->merges_mask);
+}
+
+
+/*
+ * The merge table is far larger than the caches: a pair's first slot is
+ * fetched ahead (kvr_bpe_merge_ahead), so that the lookups of a merge's
+ * two new neighbour pairs, or of a piece's first pairs, overlap
+ */
+static size_t
+kvr_bpe_merge_ahead(const kvr_tok_bpe_t *bpe, uint32_t left, uint32_t right)
+{
+    size_t  i;
+
+    i = kvr_bpe_pair_hash((uint64_t) left << 32 | right) & bpe->merges_mask;
+    __builtin_prefetch(&bpe->merges[i]);
+
+    return i;
+}
+
+
+/* the merge of a pair fetched ahead at slot i, or NULL */
+static const kvr_bpe_merge_slot_t *
+kvr_bpe_merge_at(const kvr_tok_bpe_t *bpe, uint32_t left, uint32_t right,
+    size_t i)
+{
+    kvr_bpe_merge_slot_t  *slot;
+
+    slot = kvr_bpe_merge_probe(bpe, (uint64_t) left << 32 | right, i);
+
+    return slot->pair == KVR_BPE_EMPTY_PAIR ? NULL : slot;
 }
 
 
@@ -457,12 +531,55 @@ kvr_bpe_finish_chars(kvr_tok_bpe_t *bpe)
 }
 
 
+/* ids_unique: no two strings of the vocab share an id */
+static int
+kvr_bpe_check_ids(kvr_tok_bpe_t *bpe)
+{
+    size_t    i, max_id;
+    uint8_t  *seen;
+    uint32_t  id;
+
+    max_id = 0;
+
+    for (i = 0; i <= bpe->vocab_mask; i++) {
+        id = bpe->vocab[i].id;
+        if (id != KVR_BPE_NO_ID && id > max_id) {
+            max_id = id;
+        }
+    }
+
+    seen = calloc(max_id / 8 + 1, 1);
+    if (seen == NULL) {
+        return -1;
+    }
+
+    bpe->ids_unique = 1;
+
+    for (i = 0; i <= bpe->vocab_mask; i++) {
+        id = bpe->vocab[i].id;
+        if (id == KVR_BPE_NO_ID) {
+            continue;
+        }
+        if (seen[id >> 3] & (1u << (id & 7))) {
+            bpe->ids_unique = 0;
+            break;
+        }
+        seen[id >> 3] |= (uint8_t) (1u << (id & 7));
+    }
+
+    free(seen);
+
+    return 0;
+}
+
+
 int
 kvr_tok_bpe_finish(kvr_tok_bpe_t *bpe, int ignore_merges)
 {
     int                     b, c;
     uint8_t                 byte;
-    kvr_bpe_merge_slot_t   *slot, *pair;
+    kvr_bpe_merge_slot_t   *slot;
+    kvr_bpe_byte_pair_t    *pair;
 
     for (b = 0; b < 256; b++) {
         byte = (uint8_t) b;
@@ -472,7 +589,7 @@ kvr_tok_bpe_finish(kvr_tok_bpe_t *bpe, int ignore_merges)
         }
     }
 
-    bpe->byte_pairs = malloc(256 * 256 * sizeof(kvr_bpe_merge_slot_t));
+    bpe->byte_pairs = malloc(256 * 256 * sizeof(kvr_bpe_byte_pair_t));
     if (bpe->byte_pairs == NULL) {
         return -1;
     }
@@ -480,7 +597,7 @@ kvr_tok_bpe_finish(kvr_tok_bpe_t *bpe, int ignore_merges)
     for (b = 0; b < 256; b++) {
         for (c = 0; c < 256; c++) {
             pair = &bpe->byte_pairs[b * 256 + c];
-            pair->pair = KVR_BPE_EMPTY_PAIR;
+            pair->rank = KVR_BPE_NO_ID;
 
             if (bpe->byte_id[b] == KVR_BPE_NO_ID
                 || bpe->byte_id[c] == KVR_BPE_NO_ID)
@@ -490,11 +607,18 @@ kvr_tok_bpe_finish(kvr_tok_bpe_t *bpe, int ignore_merges)
 
             slot = kvr_bpe_merge_find(bpe, (uint64_t) bpe->byte_id[b] << 32
                                            | bpe->byte_id[c]);
-            *pair = *slot;
+            if (slot->pair != KVR_BPE_EMPTY_PAIR) {
+                pair->rank = slot->rank;
+                pair->new_id = slot->new_id;
+            }
         }
     }
 
     bpe->ignore_merges = ignore_merges;
+
+    if (kvr_bpe_check_ids(bpe) != 0) {
+        return -1;
+    }
 
     if (bpe->chars) {
         return kvr_bpe_finish_chars(bpe);
@@ -516,8 +640,8 @@ kvr_bpe_merge_less(const kvr_bpe_merge_t *a, const kvr_bpe_merge_t *b)
 
 
 static int
-kvr_bpe_heap_push(kvr_tok_bpe_t *bpe, size_t *n,
-    const kvr_bpe_merge_slot_t *slot, uint32_t pos)
+kvr_bpe_heap_push(kvr_tok_bpe_t *bpe, size_t *n, uint32_t rank,
+    uint32_t new_id, uint32_t left, uint32_t right, uint32_t pos)
 {
     size_t            i, parent, cap;
     kvr_bpe_merge_t   m, *heap;
@@ -533,11 +657,11 @@ kvr_bpe_heap_push(kvr_tok_bpe_t *bpe, size_t *n,
         bpe->heap_cap = cap;
     }
 
-    m.rank = slot->rank;
+    m.rank = rank;
     m.pos = pos;
-    m.new_id = slot->new_id;
-    m.left = (uint32_t) (slot->pair >> 32);
-    m.right = (uint32_t) slot->pair;
+    m.new_id = new_id;
+    m.left = left;
+    m.right = right;
 
     heap = bpe->heap;
     i = (*n)++;
@@ -608,9 +732,140 @@ kvr_bpe_merge_get(const kvr_tok_bpe_t *bpe, uint32_t left, uint32_t right)
 }
 
 
+/* the merge of the pair (left, right) fetched ahead at slot i */
+static void
+kvr_bpe_scan_pair(const kvr_tok_bpe_t *bpe, uint32_t left, uint32_t right,
+    size_t i, uint32_t *rank, uint32_t *new_id)
+{
+    const kvr_bpe_merge_slot_t  *m;
+
+    m = kvr_bpe_merge_at(bpe, left, right, i);
+
+    *rank = m ? m->rank : KVR_BPE_NO_ID;
+    *new_id = m ? m->new_id : KVR_BPE_NO_ID;
+}
+
+
+/*
+ * A short piece: the pair of lowest rank (leftmost on a tie) merged until
+ * none is left, by a scan of at most KVR_BPE_SCAN_MAX pairs.  This is what
+ * HF's heap does: the heap's stale entries never pass its new id check,
+ * since symbols only grow (a changed pair at a position spells a longer
+ * string, another token), given one string a token id (ids_unique).
+ */
+static void
+kvr_bpe_merge_scan(kvr_tok_bpe_t *bpe, const uint8_t *bytes, size_t n_sym)
+{
+    size_t                      i, n, best, at_prev, at_next;
+    size_t                      at[KVR_BPE_SCAN_MAX];
+    uint32_t                    r, id[KVR_BPE_SCAN_MAX], len[KVR_BPE_SCAN_MAX];
+    uint32_t                    rank[KVR_BPE_SCAN_MAX], nid[KVR_BPE_SCAN_MAX];
+    kvr_bpe_symbol_t           *sym;
+    const kvr_bpe_byte_pair_t  *bp;
+
+    sym = bpe->symbols;
+    n = n_sym;
+
+    for (i = 0; i < n; i++) {
+        id[i] = sym[i].id;
+        len[i] = sym[i].len;
+    }
+
+    if (bytes != NULL) {
+        for (i = 0; i + 1 < n; i++) {
+            bp = &bpe->byte_pairs[bytes[i] * 256 + bytes[i + 1]];
+            rank[i] = bp->rank;
+            nid[i] = bp->new_id;
+        }
+
+    } else {
+        for (i = 0; i + 1 < n; i++) {
+            at[i] = kvr_bpe_merge_ahead(bpe, id[i], id[i + 1]);
+        }
+        for (i = 0; i + 1 < n; i++) {
+            kvr_bpe_scan_pair(bpe, id[i], id[i + 1], at[i], &rank[i],
+                              &nid[i]);
+        }
+    }
+
+    for ( ;; ) {
+        best = 0;
+        r = KVR_BPE_NO_ID;
+
+        for (i = 0; i + 1 < n; i++) {
+            if (rank[i] < r) {
+                r = rank[i];
+                best = i;
+            }
+        }
+
+        if (r == KVR_BPE_NO_ID) {
+            break;
+        }
+
+        id[best] = nid[best];
+        len[best] += len[best + 1];
+
+        /* symbol best + 1 goes, and the pair it started with it */
+        for (i = best + 1; i + 1 < n; i++) {
+            id[i] = id[i + 1];
+            len[i] = len[i + 1];
+            rank[i] = rank[i + 1];
+            nid[i] = nid[i + 1];
+        }
+        n--;
+
+        at_prev = best > 0 ? kvr_bpe_merge_ahead(bpe, id[best - 1], id[best])
+                           : 0;
+        at_next = best + 1 < n ? kvr_bpe_merge_ahead(bpe, id[best],
+                                                     id[best + 1])
+                               : 0;
+
+        if (best > 0) {
+            kvr_bpe_scan_pair(bpe, id[best - 1], id[best], at_prev,
+                              &rank[best - 1], &nid[best - 1]);
+        }
+
+        if (best + 1 < n) {
+            kvr_bpe_scan_pair(bpe, id[best], id[best + 1], at_next,
+                              &rank[best], &nid[best]);
+        }
+    }
+
+    /* as the heap leaves them: the survivors, in order, then none */
+    for (i = 0; i < n; i++) {
+        sym[i].id = id[i];
+        sym[i].len = len[i];
+    }
+
+    for ( /* void */ ; i < n_sym; i++) {
+        sym[i].len = 0;
+    }
+}
+
+
+/* pushes the merge of the pair (left, right) at pos, if there is one */
+static int
+kvr_bpe_push_pair(kvr_tok_bpe_t *bpe, size_t *n_heap, uint32_t left,
+    uint32_t right, uint32_t pos)
+{
+    const kvr_bpe_merge_slot_t  *m;
+
+    m = kvr_bpe_merge_get(bpe, left, right);
+
+    if (m == NULL) {
+        return 0;
+    }
+
+    return kvr_bpe_heap_push(bpe, n_heap, m->rank, m->new_id, left, right,
+                             pos);
+}
+
+
 /*
  * HF Word::merge_all: the surviving symbols end up in symbols[]; bytes
- * (the symbols' bytes, byte-level) seeds the heap faster, or is NULL
+ * (the symbols' bytes, byte-level) seeds the heap faster, or is NULL.
+ * Short pieces take kvr_bpe_merge_scan, the same merges without a heap.
  */
 static int
 kvr_bpe_merge_all(kvr_tok_bpe_t *bpe, const uint8_t *bytes, size_t n_sym)
@@ -619,21 +874,32 @@ kvr_bpe_merge_all(kvr_tok_bpe_t *bpe, const uint8_t *bytes, size_t n_sym)
     kvr_bpe_merge_t              top;
     kvr_bpe_symbol_t            *sym, right;
     const kvr_bpe_merge_slot_t  *m;
+    const kvr_bpe_byte_pair_t   *bp;
+
+    if (n_sym <= KVR_BPE_SCAN_MAX && bpe->ids_unique) {
+        kvr_bpe_merge_scan(bpe, bytes, n_sym);
+        return 0;
+    }
 
     sym = bpe->symbols;
     n_heap = 0;
 
     for (i = 0; i + 1 < n_sym; i++) {
-        if (bytes != NULL) {
-            m = &bpe->byte_pairs[bytes[i] * 256 + bytes[i + 1]];
-            m = (m->pair == KVR_BPE_EMPTY_PAIR) ? NULL : m;
-
-        } else {
-            m = kvr_bpe_merge_get(bpe, sym[i].id, sym[i + 1].id);
+        if (bytes == NULL) {
+            if (kvr_bpe_push_pair(bpe, &n_heap, sym[i].id, sym[i + 1].id,
+                                  (uint32_t) i) != 0)
+            {
+                return -1;
+            }
+            continue;
         }
 
-        if (m != NULL
-            && kvr_bpe_heap_push(bpe, &n_heap, m, (uint32_t) i) != 0)
+        bp = &bpe->byte_pairs[bytes[i] * 256 + bytes[i + 1]];
+
+        if (bp->rank != KVR_BPE_NO_ID
+            && kvr_bpe_heap_push(bpe, &n_heap, bp->rank, bp->new_id,
+                                 sym[i].id, sym[i + 1].id, (uint32_t) i)
+               != 0)
         {
             return -1;
         }
@@ -671,10 +937,8 @@ kvr_bpe_merge_all(kvr_tok_bpe_t *bpe, const uint8_t *bytes, size_t n_sym)
 
         if (sym[top.pos].prev >= 0) {
             i = (size_t) sym[top.pos].prev;
-            m = kvr_bpe_merge_get(bpe, sym[i].id, sym[top.pos].id);
-
-            if (m != NULL
-                && kvr_bpe_heap_push(bpe, &n_heap, m, (uint32_t) i) != 0)
+            if (kvr_bpe_push_pair(bpe, &n_heap, sym[i].id, top.new_id,
+                                  (uint32_t) i) != 0)
             {
                 return -1;
             }
@@ -682,10 +946,8 @@ kvr_bpe_merge_all(kvr_tok_bpe_t *bpe, const uint8_t *bytes, size_t n_sym)
 
         if (sym[top.pos].next >= 0) {
             i = (size_t) sym[top.pos].next;
-            m = kvr_bpe_merge_get(bpe, sym[top.pos].id, sym[i].id);
-
-            if (m != NULL
-                && kvr_bpe_heap_push(bpe, &n_heap, m, top.pos) != 0)
+            if (kvr_bpe_push_pair(bpe, &n_heap, top.new_id, sym[i].id,
+                                  top.pos) != 0)
             {
                 return -1;
             }

@@ -1058,8 +1058,11 @@ kvr_tok_encode_gap(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
 
 
 /*
- * A gap through the segment cache.  Its ids depend on its bytes only
- * (NFC, the split and BPE all run per gap), so the raw bytes are the key.
+ * A gap through the segment cache: text between added tokens of both
+ * kinds (normalized=true ones too, e.g. DeepSeek-V3's <｜User｜>, so that
+ * a system prompt before them is a gap of its own).  Its ids depend on its
+ * bytes only (NFC, the split and BPE all run per gap), so the raw bytes
+ * are the key.
  */
 static int
 kvr_tok_encode_segment(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
@@ -1074,7 +1077,7 @@ kvr_tok_encode_segment(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
     if (tk->cache == NULL || len < tk->cache_min || len == 0
         || (at_start && tk->first_sensitive))
     {
-        return kvr_tok_encode_gap(tk, s, len, at_start, out);
+        return kvr_tok_encode_text(tk, s, len, at_start, out);
     }
 
     hash = kvr_tok_cache_hash(tk->cache, s, len);
@@ -1086,7 +1089,7 @@ kvr_tok_encode_segment(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
             tk->check.n = 0;
             tk->check.max = n_ids + 1;
 
-            rc = kvr_tok_encode_gap(tk, s, len, 0, &tk->check);
+            rc = kvr_tok_encode_text(tk, s, len, 0, &tk->check);
 
             if (rc != KVR_TOK_OK || tk->check.n != n_ids
                 || (n_ids != 0 && memcmp(tk->check.ids, ids,
@@ -1101,7 +1104,7 @@ kvr_tok_encode_segment(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
 
     first = out->n;
 
-    rc = kvr_tok_encode_gap(tk, s, len, at_start, out);
+    rc = kvr_tok_encode_text(tk, s, len, at_start, out);
     if (rc != KVR_TOK_OK) {
         return rc;
     }
@@ -1190,10 +1193,10 @@ kvr_tok_encode_added(kvr_tokenizer_t *tk, const kvr_tok_added_t *added,
 
         kvr_tok_strip(s, len, gap, &m);
 
-        rc = first ? kvr_tok_encode_segment(tk, s + gap, m.start - gap,
-                                            at_start && gap == 0, out)
-                   : kvr_tok_encode_text(tk, s + gap, m.start - gap,
-                                         at_start && gap == 0, out);
+        rc = first ? kvr_tok_encode_gap(tk, s + gap, m.start - gap,
+                                        at_start && gap == 0, out)
+                   : kvr_tok_encode_segment(tk, s + gap, m.start - gap,
+                                            at_start && gap == 0, out);
         if (rc != KVR_TOK_OK) {
             return rc;
         }
@@ -1206,10 +1209,10 @@ kvr_tok_encode_added(kvr_tokenizer_t *tk, const kvr_tok_added_t *added,
         from = m.end;
     }
 
-    return first ? kvr_tok_encode_segment(tk, s + gap, len - gap,
-                                          at_start && gap == 0, out)
-                 : kvr_tok_encode_text(tk, s + gap, len - gap,
-                                       at_start && gap == 0, out);
+    return first ? kvr_tok_encode_gap(tk, s + gap, len - gap,
+                                      at_start && gap == 0, out)
+                 : kvr_tok_encode_segment(tk, s + gap, len - gap,
+                                          at_start && gap == 0, out);
 }
 
 

@@ -21,6 +21,9 @@
 #include "kvr_tok_pretok.h"
 
 
+static void test_cache_inner_gap(kvr_tokenizer_t *tk);
+
+
 #define IDS(...)  (const uint32_t[]) { __VA_ARGS__ },                         \
     sizeof((const uint32_t[]) { __VA_ARGS__ }) / sizeof(uint32_t)
 
@@ -622,6 +625,7 @@ test_models(void)
         tap_ok(ids_are(tk, "<\xef\xbd\x9cUser\xef\xbd\x9c>hi", 0,
                        IDS(128803, 6366)),
                "deepseek_v3: a normalized added token");
+        test_cache_inner_gap(tk);
         kvr_tokenizer_free(tk);
     }
 
@@ -633,6 +637,49 @@ test_models(void)
                "gptoss: no BOS, case-split words, 3-digit runs");
         kvr_tokenizer_free(tk);
     }
+}
+
+
+/*
+ * DeepSeek-V3's <｜User｜> is a normalized=true added token: the system
+ * prompt before it is a gap of its own, which the segment cache answers
+ * while the question after it changes (cache check mode: each hit is
+ * compared with a fresh encode)
+ */
+static void
+test_cache_inner_gap(kvr_tokenizer_t *tk)
+{
+    int                           rc[2];
+    char                          text[256];
+    size_t                        i, len;
+    kvr_ids_t                     ids;
+    kvr_tokenizer_cache_stats_t   st;
+
+    kvr_ids_init(&ids, 1 << 16);
+    kvr_tokenizer_set_segment_cache(tk, KVR_TOK_SEGMENT_MIN,
+                                    KVR_TOK_SEGMENT_CACHE);
+    kvr_tokenizer_set_cache_check(tk, 1);
+
+    for (i = 0; i < 2; i++) {
+        len = (size_t) snprintf(text, sizeof(text),
+                  "You are a helpful assistant.  Answer briefly, in the "
+                  "user's language; cite your sources, and say so when "
+                  "you do not know: a system prompt longer than "
+                  "KVR_TOK_SEGMENT_MIN.<\xef\xbd\x9cUser\xef\xbd\x9c>"
+                  "Question %zu?", i);
+        kvr_ids_reset(&ids);
+        rc[i] = kvr_tokenizer_encode(tk, text, len, 0, &ids);
+    }
+
+    kvr_tokenizer_cache_stats(tk, &st);
+    kvr_tokenizer_set_cache_check(tk, 0);
+
+    tap_ok(rc[0] == KVR_TOK_OK && rc[1] == KVR_TOK_OK && st.hits == 1,
+           "deepseek_v3: the gap before a normalized added token is "
+           "cached (%llu hits, %llu misses)", (unsigned long long) st.hits,
+           (unsigned long long) st.misses);
+
+    kvr_ids_free(&ids);
 }
 
 
