@@ -227,6 +227,14 @@ struct kvr_jinja_render_s {
     uint32_t             lazy;      /* inside a filter python runs lazily */
     int                  status;
     char                 err[256];
+
+    /*
+     * the last string + or ~ made, and the room reserved behind it: a
+     * chain a + b + c appends in place instead of copying a again
+     */
+    char                *tail;
+    size_t               tail_len;
+    size_t               tail_room;
 };
 
 

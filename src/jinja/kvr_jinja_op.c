@@ -131,6 +131,48 @@ kvr_jbinop(kvr_jinja_render_t *r, int op, kvr_jv_t a, kvr_jv_t b)
 
 
 /*
+ * a + b of two strings.  When a is the last result of this function and
+ * its reserved room holds b, b is appended in place: bytes beyond a are
+ * owned by that result alone, so no other value sees them change.  A new
+ * result of more than 256 bytes reserves half its size again.
+ */
+static kvr_jv_t
+kvr_jstr_join(kvr_jinja_render_t *r, kvr_jv_t a, kvr_jv_t b)
+{
+    char    *buf;
+    size_t   len, cap;
+
+    len = (size_t) a.len + b.len;
+
+    if (len > UINT32_MAX - 1) {
+        kvr_jfail(r, KVR_JINJA_LIMIT, "string too long");
+    }
+
+    if (a.u.s == r->tail && a.len == r->tail_len && b.len <= r->tail_room) {
+        memcpy(r->tail + a.len, b.u.s, b.len);
+        r->tail_len = len;
+        r->tail_room -= b.len;
+        return kvr_jv_str(r->tail, len);
+    }
+
+    cap = len + 1;
+    if (len > 256 && r->arena.total + cap + cap / 2 <= r->arena.max) {
+        cap += cap / 2;
+    }
+
+    buf = kvr_jr_alloc(r, cap);
+    memcpy(buf, a.u.s, a.len);
+    memcpy(buf + a.len, b.u.s, b.len);
+
+    r->tail = buf;
+    r->tail_len = len;
+    r->tail_room = cap - len;
+
+    return kvr_jv_str(buf, len);
+}
+
+
+/*
  * The operators on strings and lists: ~, + of two strings or two lists
  * of one kind, * by an int, and % of a string (refused).  0 when the
  * operands are not such.
@@ -139,28 +181,18 @@ static int
 kvr_jbinop_seq(kvr_jinja_render_t *r, int op, kvr_jv_t a, kvr_jv_t b,
     kvr_jv_t *out)
 {
-    char         *buf;
     kvr_jlist_t  *l;
     kvr_jv_t      sa, sb;
 
     if (op == KVR_JOP_CONCAT) {
         sa = kvr_jv_to_string(r, a);
         sb = kvr_jv_to_string(r, b);
-        buf = kvr_jr_alloc(r, (size_t) sa.len + sb.len + 1);
-        memcpy(buf, sa.u.s, sa.len);
-        memcpy(buf + sa.len, sb.u.s, sb.len);
-        *out = kvr_jv_str(buf, (size_t) sa.len + sb.len);
+        *out = kvr_jstr_join(r, sa, sb);
         return 1;
     }
 
     if (op == KVR_JOP_ADD && a.type == KVR_JV_STR && b.type == KVR_JV_STR) {
-        if ((size_t) a.len + b.len > UINT32_MAX - 1) {
-            kvr_jfail(r, KVR_JINJA_LIMIT, "string too long");
-        }
-        buf = kvr_jr_alloc(r, (size_t) a.len + b.len + 1);
-        memcpy(buf, a.u.s, a.len);
-        memcpy(buf + a.len, b.u.s, b.len);
-        *out = kvr_jv_str(buf, (size_t) a.len + b.len);
+        *out = kvr_jstr_join(r, a, b);
         return 1;
     }
 

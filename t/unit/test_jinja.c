@@ -184,6 +184,20 @@ static const render_case_t  cases[] = {
       "{% else %}d{% endif %}e", "{\"y\": 1}", "bcde", OK },
     { "{% generation %}g{% endgeneration %}", "{}", "g", OK },
 
+    /* a + b appends in place: no other value may see it */
+    { "{% set a = 'x' * 300 + 'y' %}{% set b = a + 'P' %}"
+      "{% set c = a + 'Q' %}{{ b[-1] }}{{ c[-1] }}{{ a[-1] }}{{ b|length }}"
+      "{{ c|length }}{{ a|length }}", "{}", "PQy302302301", OK },
+    { "{% set a = 'q' * 300 + 'r' %}{% set b = a %}{% set c = a + '1' %}"
+      "{% set d = b + '2' %}{{ c[-2:] }}{{ d[-2:] }}{{ (a ~ 3)[-2:] }}"
+      "{{ a|length }}", "{}", "r1r2r3301", OK },
+    { "{% set a = 'ab' * 200 + 'c' %}{% set v = a[:401] %}"
+      "{{ (v + 'Z')[-2:] }}{{ (a + 'W')[-2:] }}{{ v[-1] }}", "{}", "cZcWc",
+      OK },
+    { "{% set ns = namespace(s='') %}{% for i in range(100) %}"
+      "{% set ns.s = ns.s + 'abcd' + i|string %}{% endfor %}"
+      "{{ ns.s|length }}{{ ns.s[-6:] }}", "{}", "590abcd99", OK },
+
     /* jinja2's own rules where they differ from plain python */
     { "{% for x in [1, 2] %}{{ x }}{% break %}{% else %}E{% endfor %}", "{}",
       "1E", OK },
