@@ -16,6 +16,8 @@
 #include <xxhash.h>
 
 #include "kvr_tok_bpe.h"
+#include "kvr_tok_cache.h"
+#include "kvr_tok_heap.h"
 #include "kvr_tok_unicode.h"
 
 
@@ -32,6 +34,13 @@
 
 /* pieces of at most this many symbols merge by a scan, not a heap */
 #define KVR_BPE_SCAN_MAX      48
+
+/*
+ * chunk cache (char model): a long piece is cut at word cuts into runs
+ * of at least KVR_BPE_CHUNK bytes, each looked up whole; a bounded LRU
+ */
+#define KVR_BPE_CHUNK         256
+#define KVR_BPE_CHUNK_CACHE   (4u << 20)
 
 
 typedef struct {
@@ -64,13 +73,6 @@ typedef struct {
 } kvr_bpe_symbol_t;
 
 
-typedef struct {
-    uint32_t   rank;
-    uint32_t   pos;
-    uint32_t   new_id;
-    uint32_t   left;         /* the pair when pushed: a fast stale check */
-    uint32_t   right;
-} kvr_bpe_merge_t;
 
 
 typedef struct {
@@ -107,8 +109,7 @@ struct kvr_tok_bpe_s {
     /* per-process scratch, grown on demand */
     kvr_bpe_symbol_t      *symbols;
     size_t                 symbols_cap;
-    kvr_bpe_merge_t       *heap;
-    size_t                 heap_cap;
+    kvr_tok_heap_t         heap;
 
     kvr_bpe_cache_slot_t  *cache;
 
@@ -125,6 +126,9 @@ struct kvr_tok_bpe_s {
      * junctions: (last char of a merge's left token, first char of its
      * right token); a piece is cut between two chars that are none
      */
+    kvr_tok_cache_t       *chunks;    /* per process, made on first use */
+    int                    chunks_failed;
+
     uint64_t              *junctions;             /* key + 1, 0: empty */
     size_t                 junctions_mask;
     size_t                 junctions_used;
@@ -231,13 +235,14 @@ kvr_tok_bpe_free(kvr_tok_bpe_t *bpe)
         return;
     }
 
+    kvr_tok_cache_free(bpe->chunks);
     free(bpe->cache);
     free(bpe->byte_pairs);
     free(bpe->vocab);
     free(bpe->merges);
     free(bpe->arena);
     free(bpe->symbols);
-    free(bpe->heap);
+    kvr_tok_heap_free(&bpe->heap);
     free(bpe->junctions);
     free(bpe);
 }
@@ -628,34 +633,12 @@ kvr_tok_bpe_finish(kvr_tok_bpe_t *bpe, int ignore_merges)
 }
 
 
+/* a merge onto the heap: 0, or -1 out of memory */
 static int
-kvr_bpe_merge_less(const kvr_bpe_merge_t *a, const kvr_bpe_merge_t *b)
+kvr_bpe_heap_push(kvr_tok_bpe_t *bpe, uint32_t rank, uint32_t new_id,
+    uint32_t left, uint32_t right, uint32_t pos)
 {
-    if (a->rank != b->rank) {
-        return a->rank < b->rank;
-    }
-
-    return a->pos < b->pos;
-}
-
-
-static int
-kvr_bpe_heap_push(kvr_tok_bpe_t *bpe, size_t *n, uint32_t rank,
-    uint32_t new_id, uint32_t left, uint32_t right, uint32_t pos)
-{
-    size_t            i, parent, cap;
-    kvr_bpe_merge_t   m, *heap;
-
-    if (*n == bpe->heap_cap) {
-        cap = bpe->heap_cap ? bpe->heap_cap * 2 : 256;
-        heap = realloc(bpe->heap, cap * sizeof(kvr_bpe_merge_t));
-        if (heap == NULL) {
-            return -1;
-        }
-
-        bpe->heap = heap;
-        bpe->heap_cap = cap;
-    }
+    kvr_tok_merge_t  m;
 
     m.rank = rank;
     m.pos = pos;
@@ -663,61 +646,7 @@ kvr_bpe_heap_push(kvr_tok_bpe_t *bpe, size_t *n, uint32_t rank,
     m.left = left;
     m.right = right;
 
-    heap = bpe->heap;
-    i = (*n)++;
-
-    while (i > 0) {
-        parent = (i - 1) / 2;
-
-        if (!kvr_bpe_merge_less(&m, &heap[parent])) {
-            break;
-        }
-
-        heap[i] = heap[parent];
-        i = parent;
-    }
-
-    heap[i] = m;
-
-    return 0;
-}
-
-
-static kvr_bpe_merge_t
-kvr_bpe_heap_pop(kvr_tok_bpe_t *bpe, size_t *n)
-{
-    size_t            i, child;
-    kvr_bpe_merge_t   top, last, *heap;
-
-    heap = bpe->heap;
-    top = heap[0];
-    last = heap[--(*n)];
-    i = 0;
-
-    for ( ;; ) {
-        child = 2 * i + 1;
-
-        if (child >= *n) {
-            break;
-        }
-
-        if (child + 1 < *n && kvr_bpe_merge_less(&heap[child + 1],
-                                                 &heap[child]))
-        {
-            child++;
-        }
-
-        if (!kvr_bpe_merge_less(&heap[child], &last)) {
-            break;
-        }
-
-        heap[i] = heap[child];
-        i = child;
-    }
-
-    heap[i] = last;
-
-    return top;
+    return kvr_tok_heap_push(&bpe->heap, &m);
 }
 
 
@@ -846,8 +775,8 @@ kvr_bpe_merge_scan(kvr_tok_bpe_t *bpe, const uint8_t *bytes, size_t n_sym)
 
 /* pushes the merge of the pair (left, right) at pos, if there is one */
 static int
-kvr_bpe_push_pair(kvr_tok_bpe_t *bpe, size_t *n_heap, uint32_t left,
-    uint32_t right, uint32_t pos)
+kvr_bpe_push_pair(kvr_tok_bpe_t *bpe, uint32_t left, uint32_t right,
+    uint32_t pos)
 {
     const kvr_bpe_merge_slot_t  *m;
 
@@ -857,8 +786,7 @@ kvr_bpe_push_pair(kvr_tok_bpe_t *bpe, size_t *n_heap, uint32_t left,
         return 0;
     }
 
-    return kvr_bpe_heap_push(bpe, n_heap, m->rank, m->new_id, left, right,
-                             pos);
+    return kvr_bpe_heap_push(bpe, m->rank, m->new_id, left, right, pos);
 }
 
 
@@ -870,8 +798,8 @@ kvr_bpe_push_pair(kvr_tok_bpe_t *bpe, size_t *n_heap, uint32_t left,
 static int
 kvr_bpe_merge_all(kvr_tok_bpe_t *bpe, const uint8_t *bytes, size_t n_sym)
 {
-    size_t                       i, n_heap, next_pos;
-    kvr_bpe_merge_t              top;
+    size_t                       i, next_pos;
+    kvr_tok_merge_t              top;
     kvr_bpe_symbol_t            *sym, right;
     const kvr_bpe_merge_slot_t  *m;
     const kvr_bpe_byte_pair_t   *bp;
@@ -882,11 +810,11 @@ kvr_bpe_merge_all(kvr_tok_bpe_t *bpe, const uint8_t *bytes, size_t n_sym)
     }
 
     sym = bpe->symbols;
-    n_heap = 0;
+    bpe->heap.n = 0;
 
     for (i = 0; i + 1 < n_sym; i++) {
         if (bytes == NULL) {
-            if (kvr_bpe_push_pair(bpe, &n_heap, sym[i].id, sym[i + 1].id,
+            if (kvr_bpe_push_pair(bpe, sym[i].id, sym[i + 1].id,
                                   (uint32_t) i) != 0)
             {
                 return -1;
@@ -897,16 +825,15 @@ kvr_bpe_merge_all(kvr_tok_bpe_t *bpe, const uint8_t *bytes, size_t n_sym)
         bp = &bpe->byte_pairs[bytes[i] * 256 + bytes[i + 1]];
 
         if (bp->rank != KVR_BPE_NO_ID
-            && kvr_bpe_heap_push(bpe, &n_heap, bp->rank, bp->new_id,
-                                 sym[i].id, sym[i + 1].id, (uint32_t) i)
-               != 0)
+            && kvr_bpe_heap_push(bpe, bp->rank, bp->new_id, sym[i].id,
+                                 sym[i + 1].id, (uint32_t) i) != 0)
         {
             return -1;
         }
     }
 
-    while (n_heap > 0) {
-        top = kvr_bpe_heap_pop(bpe, &n_heap);
+    while (bpe->heap.n > 0) {
+        top = kvr_tok_heap_pop(&bpe->heap);
 
         if (sym[top.pos].len == 0 || sym[top.pos].next < 0) {
             continue;
@@ -937,8 +864,8 @@ kvr_bpe_merge_all(kvr_tok_bpe_t *bpe, const uint8_t *bytes, size_t n_sym)
 
         if (sym[top.pos].prev >= 0) {
             i = (size_t) sym[top.pos].prev;
-            if (kvr_bpe_push_pair(bpe, &n_heap, sym[i].id, top.new_id,
-                                  (uint32_t) i) != 0)
+            if (kvr_bpe_push_pair(bpe, sym[i].id, top.new_id, (uint32_t) i)
+                != 0)
             {
                 return -1;
             }
@@ -946,8 +873,7 @@ kvr_bpe_merge_all(kvr_tok_bpe_t *bpe, const uint8_t *bytes, size_t n_sym)
 
         if (sym[top.pos].next >= 0) {
             i = (size_t) sym[top.pos].next;
-            if (kvr_bpe_push_pair(bpe, &n_heap, top.new_id, sym[i].id,
-                                  top.pos) != 0)
+            if (kvr_bpe_push_pair(bpe, top.new_id, sym[i].id, top.pos) != 0)
             {
                 return -1;
             }
@@ -1285,6 +1211,23 @@ static int kvr_bpe_encode_cached(kvr_tok_bpe_t *bpe, const uint8_t *piece,
     size_t len, kvr_ids_t *out);
 
 
+/* the char at piece[i], as the word cut sees it */
+static size_t
+kvr_bpe_char(const uint8_t *piece, size_t len, size_t i, uint32_t *cp)
+{
+    size_t  n;
+
+    if (piece[i] < 0x80) {
+        *cp = piece[i];
+        return 1;
+    }
+
+    n = kvr_tok_utf8_decode(piece + i, len - i, cp);
+
+    return n ? n : 1;
+}
+
+
 /*
  * The char model cuts a piece between two chars no merge can join (no
  * junction): the symbols on either side never meet, so each part merges
@@ -1292,7 +1235,7 @@ static int kvr_bpe_encode_cached(kvr_tok_bpe_t *bpe, const uint8_t *piece,
  * the word cache answers.
  */
 static int
-kvr_bpe_encode_words(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
+kvr_bpe_encode_run(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
     kvr_ids_t *out)
 {
     int       rc;
@@ -1303,14 +1246,7 @@ kvr_bpe_encode_words(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
     prev = KVR_BPE_NO_ID;
 
     for (i = 0; i < len; i += n) {
-        if (piece[i] < 0x80) {
-            n = 1;
-            cp = piece[i];
-
-        } else {
-            n = kvr_tok_utf8_decode(piece + i, len - i, &cp);
-            n = n ? n : 1;
-        }
+        n = kvr_bpe_char(piece, len, i, &cp);
 
         if (i != 0 && !kvr_bpe_junction(bpe, prev, cp)) {
             rc = kvr_bpe_encode_cached(bpe, piece + start, i - start, out);
@@ -1325,6 +1261,112 @@ kvr_bpe_encode_words(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
     }
 
     return kvr_bpe_encode_cached(bpe, piece + start, len - start, out);
+}
+
+
+/* the first word cut at or after from (a char boundary), or len */
+static size_t
+kvr_bpe_next_cut(const kvr_tok_bpe_t *bpe, const uint8_t *piece,
+    size_t len, size_t from)
+{
+    size_t    i, k, n;
+    uint32_t  prev, cp;
+
+    /* from and the char before it: piece is valid UTF-8 */
+    while (from < len && (piece[from] & 0xc0) == 0x80) {
+        from++;
+    }
+
+    for (k = from - 1; k > 0 && (piece[k] & 0xc0) == 0x80; k--) {
+        /* void */
+    }
+
+    (void) kvr_bpe_char(piece, len, k, &prev);
+
+    for (i = from; i < len; i += n) {
+        n = kvr_bpe_char(piece, len, i, &cp);
+
+        if (!kvr_bpe_junction(bpe, prev, cp)) {
+            return i;
+        }
+
+        prev = cp;
+    }
+
+    return len;
+}
+
+
+/* a run between two word cuts through the chunk cache */
+static int
+kvr_bpe_encode_chunk(kvr_tok_bpe_t *bpe, const uint8_t *chunk, size_t len,
+    kvr_ids_t *out)
+{
+    int              rc;
+    size_t           first, n_ids;
+    uint64_t         hash;
+    const uint32_t  *ids;
+
+    hash = kvr_tok_cache_hash(bpe->chunks, chunk, len);
+    ids = kvr_tok_cache_get(bpe->chunks, chunk, len, hash, &n_ids);
+
+    if (ids != NULL) {
+        return kvr_ids_append(out, ids, n_ids);
+    }
+
+    first = out->n;
+
+    rc = kvr_bpe_encode_run(bpe, chunk, len, out);
+    if (rc != KVR_TOK_OK) {
+        return rc;
+    }
+
+    /* not cached when out of memory: the ids in out are right anyway */
+    (void) kvr_tok_cache_put(bpe->chunks, chunk, len, hash,
+                             out->n > first ? out->ids + first : NULL,
+                             out->n - first);
+
+    return KVR_TOK_OK;
+}
+
+
+/*
+ * A long piece in chunks of whole words: the cuts are found from the
+ * piece's start, so two pieces that begin alike (a chat's system prompt
+ * then different questions, in one gap for Llama-2's and Gemma 3's
+ * templates) share their first chunks, which the cache answers
+ */
+static int
+kvr_bpe_encode_words(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
+    kvr_ids_t *out)
+{
+    int     rc;
+    size_t  start, end;
+
+    if (len >= 2 * KVR_BPE_CHUNK && bpe->chunks == NULL
+        && !bpe->chunks_failed)
+    {
+        bpe->chunks = kvr_tok_cache_create(KVR_BPE_CHUNK_CACHE);
+        bpe->chunks_failed = (bpe->chunks == NULL);
+    }
+
+    start = 0;
+
+    while (bpe->chunks != NULL && len - start >= 2 * KVR_BPE_CHUNK) {
+        end = kvr_bpe_next_cut(bpe, piece, len, start + KVR_BPE_CHUNK);
+        if (end == len) {
+            break;
+        }
+
+        rc = kvr_bpe_encode_chunk(bpe, piece + start, end - start, out);
+        if (rc != KVR_TOK_OK) {
+            return rc;
+        }
+
+        start = end;
+    }
+
+    return kvr_bpe_encode_run(bpe, piece + start, len - start, out);
 }
 
 
@@ -1409,85 +1451,4 @@ kvr_tok_bpe_encode(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
     }
 
     return kvr_bpe_encode_words(bpe, piece, len, out);
-}
-
-
-/* GPT-2 bytes_to_unicode: printable bytes map to themselves */
-static int
-kvr_bytelevel_is_self(unsigned b)
-{
-    return (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac)
-           || (b >= 0xae && b <= 0xff);
-}
-
-
-uint32_t
-kvr_tok_bytelevel_char(uint8_t byte)
-{
-    /* the other 68 bytes get U+0100.. in increasing byte order */
-    if (kvr_bytelevel_is_self(byte)) {
-        return byte;
-    }
-
-    if (byte <= 0x20) {
-        return 0x100 + byte;
-    }
-
-    if (byte <= 0xa0) {
-        return 0x100 + 33 + (byte - 0x7f);
-    }
-
-    return 0x143;    /* 0xad */
-}
-
-
-long
-kvr_tok_bytelevel_decode(const char *s, size_t len, uint8_t *out)
-{
-    size_t          i, n;
-    uint32_t        cp;
-    const uint8_t  *p;
-
-    p = (const uint8_t *) s;
-    n = 0;
-    i = 0;
-
-    while (i < len) {
-        if (p[i] < 0x80) {
-            cp = p[i];
-            i += 1;
-
-        } else if ((p[i] & 0xe0) == 0xc0 && i + 1 < len
-                   && (p[i + 1] & 0xc0) == 0x80)
-        {
-            cp = (uint32_t) (p[i] & 0x1f) << 6 | (p[i + 1] & 0x3f);
-            i += 2;
-
-        } else {
-            /* every mapped char is below U+0800 */
-            return -1;
-        }
-
-        if (cp < 0x100) {
-            if (!kvr_bytelevel_is_self(cp)) {
-                return -1;
-            }
-
-            out[n++] = (uint8_t) cp;
-
-        } else if (cp < 0x100 + 33) {
-            out[n++] = (uint8_t) (cp - 0x100);
-
-        } else if (cp < 0x100 + 67) {
-            out[n++] = (uint8_t) (cp - 0x100 - 33 + 0x7f);
-
-        } else if (cp == 0x143) {
-            out[n++] = 0xad;
-
-        } else {
-            return -1;
-        }
-    }
-
-    return (long) n;
 }

@@ -63,15 +63,5 @@ int kvr_tok_bpe_finish(kvr_tok_bpe_t *bpe, int ignore_merges);
 int kvr_tok_bpe_encode(kvr_tok_bpe_t *bpe, const uint8_t *piece,
     size_t len, kvr_ids_t *out);
 
-/*
- * GPT-2 byte-level alphabet: decodes a vocab or merge string (UTF-8 of the
- * mapped chars) to raw bytes.  out must hold len bytes.  Returns the byte
- * count, or -1 when a char is not in the alphabet.
- */
-long kvr_tok_bytelevel_decode(const char *s, size_t len, uint8_t *out);
-
-/* the mapped char of a byte (e.g. 0x20 -> U+0120) */
-uint32_t kvr_tok_bytelevel_char(uint8_t byte);
-
 
 #endif /* _KVR_TOK_BPE_H_INCLUDED_ */

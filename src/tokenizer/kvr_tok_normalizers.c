@@ -225,6 +225,54 @@ kvr_tok_norm_identity(const kvr_tok_norm_t *norm)
 }
 
 
+/*
+ * Replace of one byte (SentencePiece's ' ' -> U+2581): a byte loop, as
+ * the byte is frequent and a memmem a hit costs more than the scan
+ */
+static int
+kvr_norm_replace_byte(const kvr_norm_step_t *st, const uint8_t *s,
+    size_t len, uint8_t **out, size_t *out_len)
+{
+    size_t    i, count, n;
+    uint8_t   c, *buf, *w;
+
+    *out = NULL;
+    c = st->pattern[0];
+    count = 0;
+
+    for (i = 0; i < len; i++) {
+        count += (s[i] == c);
+    }
+
+    if (count == 0) {
+        return 0;
+    }
+
+    n = len - count + count * st->content_len;
+
+    buf = malloc(n + 1);
+    if (buf == NULL) {
+        return -1;
+    }
+
+    w = buf;
+
+    for (i = 0; i < len; i++) {
+        if (s[i] != c) {
+            *w++ = s[i];
+            continue;
+        }
+        memcpy(w, st->content, st->content_len);
+        w += st->content_len;
+    }
+
+    *out = buf;
+    *out_len = n;
+
+    return 0;
+}
+
+
 /* Replace: NULL *out when the literal does not occur */
 static int
 kvr_norm_replace(const kvr_norm_step_t *st, const uint8_t *s, size_t len,
@@ -233,6 +281,10 @@ kvr_norm_replace(const kvr_norm_step_t *st, const uint8_t *s, size_t len,
     size_t         count, n;
     uint8_t       *buf, *w;
     const uint8_t *p, *end, *hit;
+
+    if (st->pattern_len == 1) {
+        return kvr_norm_replace_byte(st, s, len, out, out_len);
+    }
 
     *out = NULL;
     count = 0;

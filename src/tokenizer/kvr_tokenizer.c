@@ -16,6 +16,7 @@
 #include "kvr_tokenizer.h"
 #include "kvr_tok_added.h"
 #include "kvr_tok_bpe.h"
+#include "kvr_tok_bytelevel.h"
 #include "kvr_tok_cache.h"
 #include "kvr_tok_normalizers.h"
 #include "kvr_tok_presplit.h"

@@ -22,6 +22,7 @@
 
 
 static void test_cache_inner_gap(kvr_tokenizer_t *tk);
+static void test_chunks(const char *name);
 
 
 #define IDS(...)  (const uint32_t[]) { __VA_ARGS__ },                         \
@@ -604,6 +605,9 @@ test_models(void)
         kvr_tokenizer_free(tk);
     }
 
+    test_chunks("llama2");
+    test_chunks("gemma3");
+
     tk = load_model("gemma3");
     if (tk != NULL) {
         tap_ok(ids_are(tk, "Hello world", 1, IDS(2, 9259, 1902)),
@@ -637,6 +641,65 @@ test_models(void)
                "gptoss: no BOS, case-split words, 3-digit runs");
         kvr_tokenizer_free(tk);
     }
+}
+
+
+/*
+ * The char model's chunk cache: texts that begin alike (a long system
+ * prompt) share chunks; the second text's ids equal a fresh tokenizer's,
+ * whatever the chunks cut (spaces, accents, emoji, byte fallback)
+ */
+static void
+test_chunks(const char *name)
+{
+    int               same;
+    char             *text;
+    size_t            i, len, head;
+    kvr_ids_t         warm, cold;
+    kvr_tokenizer_t  *tk, *fresh;
+    static const char  *words[] = {
+        "the", "  model", "caf\xc3\xa9", "\xf0\x9f\x98\x80", "\xe4\xb8\x96"
+        "\xe7\x95\x8c", "\xf0\x9d\x94\x98", "x", "   ", "na\xc3\xafve", "12345",
+        "\n", "don't"
+    };
+
+    tk = load_model(name);
+    fresh = load_model(name);
+    text = malloc(8192);
+    if (tk == NULL || fresh == NULL || text == NULL) {
+        kvr_tokenizer_free(tk);
+        kvr_tokenizer_free(fresh);
+        free(text);
+        return;
+    }
+
+    head = 0;
+    for (i = 0; head < 6000; i++) {
+        head += (size_t) sprintf(text + head, " %s", words[(i * 7 + i / 13)
+                                 % (sizeof(words) / sizeof(words[0]))]);
+    }
+
+    kvr_ids_init(&warm, 1 << 16);
+    kvr_ids_init(&cold, 1 << 16);
+
+    len = head + (size_t) sprintf(text + head, " first question?");
+    (void) kvr_tokenizer_encode(tk, text, len, 0, &warm);
+
+    len = head + (size_t) sprintf(text + head, "\xc3\xa9 other one");
+    kvr_ids_reset(&warm);
+    same = kvr_tokenizer_encode(tk, text, len, 0, &warm) == KVR_TOK_OK
+           && kvr_tokenizer_encode(fresh, text, len, 0, &cold) == KVR_TOK_OK
+           && warm.n == cold.n && warm.n > 1000
+           && memcmp(warm.ids, cold.ids, warm.n * sizeof(uint32_t)) == 0;
+
+    tap_ok(same, "%s: a text with cached chunks encodes as a fresh "
+           "tokenizer does (%zu ids)", name, warm.n);
+
+    kvr_ids_free(&warm);
+    kvr_ids_free(&cold);
+    kvr_tokenizer_free(tk);
+    kvr_tokenizer_free(fresh);
+    free(text);
 }
 
 

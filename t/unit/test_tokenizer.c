@@ -18,6 +18,7 @@
 #include "tap.h"
 #include "kvr_tokenizer.h"
 #include "kvr_tok_bpe.h"
+#include "kvr_tok_bytelevel.h"
 #include "kvr_tok_cache.h"
 #include "kvr_tok_normalize.h"
 #include "kvr_tok_pretok.h"
