@@ -7,11 +7,17 @@
 
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "kvr_tok_added.h"
 
 
-#define KVR_ADDED_NONE  0xffffffffu
+#define KVR_ADDED_NONE    0xffffffffu
+
+/* up to this many distinct first bytes are scanned 16 bytes at a time */
+#define KVR_ADDED_FIRSTS  8
 
 
 typedef struct {
@@ -38,6 +44,7 @@ struct kvr_tok_added_s {
     size_t              tokens_cap;
     size_t              n_first;     /* distinct first bytes */
     uint8_t             first;       /* the first byte when n_first is 1 */
+    uint8_t             firsts[KVR_ADDED_FIRSTS];
 };
 
 
@@ -139,6 +146,9 @@ kvr_tok_added_add(kvr_tok_added_t *at, const uint8_t *content, size_t len,
 
         at->root[content[0]] = node;
         at->first = content[0];
+        if (at->n_first < KVR_ADDED_FIRSTS) {
+            at->firsts[at->n_first] = content[0];
+        }
         at->n_first++;
     }
 
@@ -181,6 +191,49 @@ kvr_tok_added_add(kvr_tok_added_t *at, const uint8_t *content, size_t len,
 }
 
 
+/*
+ * From i, the first byte that may start a token, or where fewer than 16
+ * bytes are left (the byte loop goes on from there): a chat prompt is
+ * mostly text that starts no token (Gemma 3's first bytes: '<', '\n',
+ * '\t', '[' and 0xe2)
+ */
+static size_t
+kvr_added_skip(const kvr_tok_added_t *at, const uint8_t *s, size_t len,
+    size_t i)
+{
+#ifdef __SSE2__
+    size_t    k;
+    unsigned  mask;
+    __m128i   v, hit;
+
+    if (at->n_first > KVR_ADDED_FIRSTS) {
+        return i;
+    }
+
+    for ( /* void */ ; i + 16 <= len; i += 16) {
+        v = _mm_loadu_si128((const __m128i *) (s + i));
+        hit = _mm_setzero_si128();
+
+        for (k = 0; k < at->n_first; k++) {
+            hit = _mm_or_si128(hit, _mm_cmpeq_epi8(v,
+                                   _mm_set1_epi8((char) at->firsts[k])));
+        }
+
+        mask = (unsigned) _mm_movemask_epi8(hit);
+        if (mask != 0) {
+            return i + (size_t) __builtin_ctz(mask);
+        }
+    }
+#else
+    (void) at;
+    (void) s;
+    (void) len;
+#endif
+
+    return i;
+}
+
+
 int
 kvr_tok_added_find(const kvr_tok_added_t *at, const uint8_t *s, size_t len,
     size_t from, kvr_tok_added_match_t *m)
@@ -203,6 +256,12 @@ kvr_tok_added_find(const kvr_tok_added_t *at, const uint8_t *s, size_t len,
             }
 
             i = (size_t) (p - s);
+
+        } else {
+            i = kvr_added_skip(at, s, len, i);
+            if (i >= len) {
+                return -1;
+            }
         }
 
         node = at->root[s[i]];

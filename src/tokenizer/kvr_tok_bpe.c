@@ -1352,7 +1352,7 @@ kvr_bpe_encode_words(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
 
     start = 0;
 
-    while (bpe->chunks != NULL && len - start >= 2 * KVR_BPE_CHUNK) {
+    while (bpe->chunks != NULL && len - start > KVR_BPE_CHUNK) {
         end = kvr_bpe_next_cut(bpe, piece, len, start + KVR_BPE_CHUNK);
         if (end == len) {
             break;

@@ -233,8 +233,9 @@ static int
 kvr_norm_replace_byte(const kvr_norm_step_t *st, const uint8_t *s,
     size_t len, uint8_t **out, size_t *out_len)
 {
+    int       hit;
     size_t    i, count, n;
-    uint8_t   c, *buf, *w;
+    uint8_t   c, rep[4], *buf, *w;
 
     *out = NULL;
     c = st->pattern[0];
@@ -250,20 +251,36 @@ kvr_norm_replace_byte(const kvr_norm_step_t *st, const uint8_t *s,
 
     n = len - count + count * st->content_len;
 
-    buf = malloc(n + 1);
+    /* 4 bytes of slack: the short replacement is stored branch-free */
+    buf = malloc(n + 4);
     if (buf == NULL) {
         return -1;
     }
 
     w = buf;
 
-    for (i = 0; i < len; i++) {
-        if (s[i] != c) {
-            *w++ = s[i];
-            continue;
+    if (st->content_len >= 1 && st->content_len <= 4) {
+        memset(rep, 0, sizeof(rep));
+        memcpy(rep, st->content, st->content_len);
+
+        for (i = 0; i < len; i++) {
+            hit = (s[i] == c);
+            w[0] = hit ? rep[0] : s[i];
+            w[1] = rep[1];
+            w[2] = rep[2];
+            w[3] = rep[3];
+            w += hit ? st->content_len : 1;
         }
-        memcpy(w, st->content, st->content_len);
-        w += st->content_len;
+
+    } else {
+        for (i = 0; i < len; i++) {
+            if (s[i] != c) {
+                *w++ = s[i];
+                continue;
+            }
+            memcpy(w, st->content, st->content_len);
+            w += st->content_len;
+        }
     }
 
     *out = buf;
