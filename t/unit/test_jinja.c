@@ -106,7 +106,8 @@ static const render_case_t  cases[] = {
     { "{{ '  a  '.strip() }}|{{ 'xxaxx'.strip('x') }}|{{ '\\x1cx\\x1c'|trim }}"
       "|{{ '\\u3000y'.strip() }}", "{}", "a|a|x|y", OK },
     { "{{ 'a\\u00e9 \\u3000\\u2028\\xa0'.strip() }}|"
-      "{{ '\\u3000b\\u3000'.rstrip() }}|{{ 'x\\u00e9 \\u00e9'.rstrip('\\u00e9') }}|"
+      "{{ '\\u3000b\\u3000'.rstrip() }}|"
+      "{{ 'x\\u00e9 \\u00e9'.rstrip('\\u00e9') }}|"
       "{{ '\\U0001f600 '|trim }}|{{ ' \\n'.rstrip() }}.", "{}",
       "a\xc3\xa9|\xe3\x80\x80" "b|x\xc3\xa9 |\xf0\x9f\x98\x80|.", OK },
     { "{{ 'a</think>b'.split('</think>')[-1] }} {{ 'a b  c'.split() }} "
