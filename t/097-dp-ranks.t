@@ -12,8 +12,9 @@ $ENV{TEST_NGINX_ECHO_SO} ||= '/usr/lib/nginx/modules/ngx_http_echo_module.so';
 use JSON::PP ();
 use POSIX ();
 
-# block k: servers A and B at port + 10k and + 10k + 5; rank r of a server
-# publishes 100 + r above it (events_port=+100)
+# block k: servers A and B at port + 500 + 10k and + 10k + 5 (clear of the
+# low ports next to 1984: 2024 is a common development server's); rank r of
+# a server publishes 100 + r above it (events_port=+100)
 our $Port = $ENV{TEST_NGINX_PORT} || 1984;
 
 if (! -d 'bench/node_modules/zeromq') {
@@ -28,7 +29,7 @@ END {
 
 sub server_port {
     my ($block, $server) = @_;
-    return $Port + 10 * $block + ($server eq 'B' ? 5 : 0);
+    return $Port + 500 + 10 * $block + ($server eq 'B' ? 5 : 0);
 }
 
 # one batch of events of a rank: [ts, events, dp_rank]
