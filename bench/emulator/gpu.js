@@ -24,6 +24,10 @@ class Gpu {
   constructor(clock, o = {}) {
     this.clock = clock;
     this.speed = o.speed === undefined ? 1 : o.speed;
+    // the speed of a step's fixed work (the host's CPU phase, the weights
+    // and KV reads of a memory-bound decode) against the reference node;
+    // speed is the GPU's compute, what a prefill token costs
+    this.stepSpeed = o.stepSpeed === undefined ? this.speed : o.stepSpeed;
     this.share = o.share === undefined ? 1 : o.share;
     this.jobs = [];          // {owner, cpuEnd, gpuLeft, done}
     this.last = clock.now(); // model time up to which jobs have advanced
@@ -121,6 +125,14 @@ class Gpu {
     if (!this.inLoop) this._sync();
     this.jobs.push({ owner, cpuEnd: this.last + cpuMs, gpuLeft: gpuMs / this.speed, done });
     if (!this.inLoop) this._arm();
+  }
+
+  // One scheduler step from its work at the reference node's speeds (µs):
+  // cpu (the engine's own), step (the GPU's per-step work: weights,
+  // launches, decode reads) and prefill (uncached prompt tokens).
+  runStep(owner, w, done) {
+    const gpuMs = (w.step / this.stepSpeed + w.prefill / this.speed) / 1000;
+    this.run(owner, w.cpu / this.stepSpeed / 1000, gpuMs * this.speed, done);
   }
 
   // An engine that stops (or goes down) leaves the GPU to its siblings.

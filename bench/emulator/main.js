@@ -7,7 +7,7 @@
 // step lateness each engine reports (/metrics) says whether it did.
 // Prints "ready" on stdout once every engine listens; exits on SIGTERM/SIGINT.
 
-const { parseOptions, USAGE } = require('./options');
+const { parseOptions, gpuSpec, USAGE } = require('./options');
 const { TextTokenizer } = require('./tokenize');
 const { Engine, makeFiller } = require('./engine');
 const { DpFront } = require('./dp_front');
@@ -113,7 +113,9 @@ async function main() {
   const gpus = new Map();
   const gpuOf = (i) => {
     const g = o.gpuOf[i];
-    if (!gpus.has(g)) gpus.set(g, new Gpu(clock, { speed: o.gpus.length ? o.gpus[g] : 1, share: o.share }));
+    if (!gpus.has(g)) {
+      gpus.set(g, new Gpu(clock, Object.assign(gpuSpec(o.gpus.length ? o.gpus[g] : 1), { share: o.share })));
+    }
     return gpus.get(g);
   };
   const engines = [];

@@ -4,9 +4,14 @@
 const { parseArgs } = require('node:util');
 const { DEFAULT_TIMING } = require('./scheduler');
 
-// GPU classes of the seed's hardware, speed relative to the 24 GB-class
-// card (fitted, bench/fit.js; BENCHMARKS.md §3.1)
-const GPU_CLASSES = { '24g': 1, '8g': 0.89 };
+// The seed's nodes (GPU and its host) as speeds against the 24 GB-class
+// card's: compute is what a prefill token costs (the GPU's tensor
+// throughput); step is what a step's fixed work costs: the host CPU's
+// scheduling and sampling and the memory-bound reads of a small model's
+// decode (weights, KV). A laptop with an 8 GB GPU is slower at the second
+// far more than at the first (fitted, bench/fidelity/fit.js; BENCHMARKS.md
+// §3.1).
+const GPU_CLASSES = { '24g': { compute: 1, step: 1 }, '8g': { compute: 0.89, step: 0.89 } };
 // how much engines on one GPU slow each other (gpu.js; fitted)
 const GPU_SHARE = 0.9;
 // the serving frontend's time per request before the engine's scheduler
@@ -14,11 +19,24 @@ const GPU_SHARE = 0.9;
 // its place (fitted)
 const FRONTEND_US = 3700;
 
-// --gpus: class names or speeds, e.g. "24g,8g,8g" or "1,0.5"
+// a GPU as Gpu's options: a number is one speed for all its work; an
+// object gives compute (prefill) and step (a step's fixed work) apart
+function gpuSpec(x) {
+  if (typeof x === 'number') return { speed: x, stepSpeed: x };
+  return { speed: x.compute, stepSpeed: x.step };
+}
+
+// --gpus: class names, speeds, or compute/step speed pairs, e.g.
+// "24g,8g,8g", "1,0.5" or "1,0.9/0.6"
 function parseGpus(v) {
   if (!v) return [];
   return v.split(',').map((x, i) => {
     if (Object.prototype.hasOwnProperty.call(GPU_CLASSES, x)) return GPU_CLASSES[x];
+    const pair = x.split('/');
+    if (pair.length === 2) {
+      return { compute: num(pair[0], `gpus[${i}] compute`, 0.001, false),
+        step: num(pair[1], `gpus[${i}] step`, 0.001, false) };
+    }
     return num(x, `gpus[${i}]`, 0.001, false);
   });
 }
@@ -154,4 +172,4 @@ function placeEngines(engines, gpus, placement) {
 const USAGE = `usage: node bench/emulator/main.js --engines N --base-port 8001 [options]
   see bench/README.md for every option`;
 
-module.exports = { parseOptions, placeEngines, parseGpus, GPU_CLASSES, GPU_SHARE, FRONTEND_US, USAGE };
+module.exports = { parseOptions, placeEngines, parseGpus, gpuSpec, GPU_CLASSES, GPU_SHARE, FRONTEND_US, USAGE };

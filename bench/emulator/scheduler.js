@@ -238,6 +238,15 @@ class Scheduler {
     };
   }
 
+  // The same split by what sets its speed (gpu.js runStep).
+  stepWorkUs(prefillTokens, decodes) {
+    return {
+      cpu: this.t.baseUs,
+      step: this.t.gpuStepUs + this.t.decodeUsPerSeq * decodes,
+      prefill: this.t.prefillUsPerToken * prefillTokens,
+    };
+  }
+
   stepDurationUs(prefillTokens, decodes) {
     const p = this.stepPhasesUs(prefillTokens, decodes);
     return p.cpu + p.gpu;
@@ -255,8 +264,8 @@ class Scheduler {
     }
     this.busy = true;
     this.stepCount++;
-    const p = this.stepPhasesUs(plan.prefillTokens, plan.decodes);
-    this.gpu.run(this, p.cpu / 1000, p.gpu / 1000, () => {
+    const w = this.stepWorkUs(plan.prefillTokens, plan.decodes);
+    this.gpu.runStep(this, w, () => {
       if (this.stopped) return;
       this._complete(plan.scheduled);
       this.busy = false;

@@ -13,12 +13,15 @@
 // --on 6 fits on the 6-worker cells only and reports the 3-worker cells
 // out of sample. Prints the best parameters and its table of cells.
 //
-// The parameters (8), each physical and bounded:
+// The parameters (9), each physical and bounded:
 //   baseUs         CPU time of a scheduler step, µs (the engine's own work)
 //   gpuStepUs      GPU time of a step besides its tokens (weights, launches)
 //   prefillUsPerToken  GPU time per uncached prompt token at speed 1
 //   decodeUsPerSeq GPU time per decoding request in a step at speed 1
-//   speed8g        speed of an 8 GB-class laptop GPU against the 24 GB card
+//   compute8g      an 8 GB-class laptop's prefill speed against the 24 GB
+//                  node's (the GPU's tensor throughput)
+//   step8g         its speed at a step's fixed work (host CPU, the
+//                  memory-bound reads of decode) against the 24 GB node's
 //   share          how much two engines on one GPU slow each other (1 =
 //                  time-slicing)
 //   maxTokens      output tokens per request (the seed does not state it)
@@ -39,7 +42,8 @@ const BOUNDS = {
   gpuStepUs: [0, 30000],
   prefillUsPerToken: [5, 120],
   decodeUsPerSeq: [0, 15000],
-  speed8g: [0.2, 1],
+  compute8g: [0.2, 1],
+  step8g: [0.2, 1],
   share: [0.3, 1],
   maxTokens: [4, 64],
   frontendUs: [0, 30000],
@@ -66,7 +70,7 @@ function runPoint(pt, prm, seeds, requests) {
     maxTokens: prm.maxTokens,
     timing: { baseUs: prm.baseUs, gpuStepUs: prm.gpuStepUs, prefillUsPerToken: prm.prefillUsPerToken,
       decodeUsPerSeq: prm.decodeUsPerSeq },
-    gpus: [1, prm.speed8g, prm.speed8g], share: prm.share,
+    gpus: [1, { compute: prm.compute8g, step: prm.step8g }, { compute: prm.compute8g, step: prm.step8g }], share: prm.share,
     frontendUs: prm.frontendUs,
   }, policyFor(pt.variant)));
   const out = {};
@@ -125,7 +129,7 @@ function fit(start, cellList, seeds, requests, maxEvals, log) {
       for (const dir of [1, -1]) {
         if (evals >= maxEvals) break;
         const cand = Object.assign({}, best);
-        if (k === 'share' || k === 'speed8g') cand[k] = best[k] + dir * step * 0.5;
+        if (k === 'share' || k === 'compute8g' || k === 'step8g') cand[k] = best[k] + dir * step * 0.5;
         else if (best[k] === 0) cand[k] = dir > 0 ? BOUNDS[k][1] * step * 0.1 : 0;
         else cand[k] = best[k] * (1 + dir * step);
         const c = clampPrm(cand);
@@ -171,7 +175,7 @@ function fitEs(start, cellList, seeds, requests, maxEvals, log, rngSeed) {
   while (evals < maxEvals) {
     const cand = {};
     for (const k of Object.keys(BOUNDS)) {
-      if (k === 'share' || k === 'speed8g') cand[k] = best[k] + gauss() * sigma * 0.3;
+      if (k === 'share' || k === 'compute8g' || k === 'step8g') cand[k] = best[k] + gauss() * sigma * 0.3;
       else if (k === 'gpuStepUs' || k === 'frontendUs' || k === 'decodeUsPerSeq') {
         cand[k] = Math.max(0, best[k] * Math.exp(gauss() * sigma) + gauss() * sigma * 200);
       } else cand[k] = best[k] * Math.exp(gauss() * sigma);
@@ -232,7 +236,7 @@ function main() {
   const start = Object.assign({
     baseUs: DEFAULT_TIMING.baseUs, gpuStepUs: DEFAULT_TIMING.gpuStepUs,
     prefillUsPerToken: DEFAULT_TIMING.prefillUsPerToken, decodeUsPerSeq: DEFAULT_TIMING.decodeUsPerSeq,
-    speed8g: GPU_CLASSES['8g'], share: GPU_SHARE, maxTokens: DEFAULT_MAX_TOKENS,
+    compute8g: GPU_CLASSES['8g'].compute, step8g: GPU_CLASSES['8g'].step, share: GPU_SHARE, maxTokens: DEFAULT_MAX_TOKENS,
     frontendUs: FRONTEND_US,
   }, v.start ? JSON.parse(v.start) : {});
   const seeds = v.seeds.split(',').map(Number);

@@ -12,7 +12,7 @@ const { Scheduler, Request } = require('../emulator/scheduler');
 const { rng, PREFIX_TOKENS, TAIL_TOKENS } = require('../loadgen/workload');
 const { Gpu } = require('../emulator/gpu');
 const { processClock } = require('../emulator/model_clock');
-const { placeEngines, GPU_SHARE, FRONTEND_US } = require('../emulator/options');
+const { placeEngines, gpuSpec, GPU_SHARE, FRONTEND_US } = require('../emulator/options');
 const { summarise } = require('../loadgen/stats');
 const { Worker, addActive, firstToken, removeActive } = require('../loadgen/dynamo');
 
@@ -62,8 +62,8 @@ function simulate(o, policy) {
     const cache = new KvCache({ numBlocks: cap, blockSize: BS });
     const g = gpuOf[i];
     if (!gpus.has(g)) {
-      gpus.set(g, new Gpu(mclock, { speed: gpuSpeeds.length ? gpuSpeeds[g] : 1,
-        share: o.share === undefined ? GPU_SHARE : o.share }));
+      gpus.set(g, new Gpu(mclock, Object.assign(gpuSpec(gpuSpeeds.length ? gpuSpeeds[g] : 1),
+        { share: o.share === undefined ? GPU_SHARE : o.share })));
     }
     const sched = new Scheduler(cache, { hashRoot: root, outputTokenId: () => 7, timing: o.timing,
       gpu: gpus.get(g) });

@@ -59,12 +59,36 @@ test('two engines on one GPU are slower than one, and as slow as the sharing say
   assert.deepEqual(half, [21.5, 21.5]);
 });
 
-test('a slower GPU takes longer in proportion to its GPU work only', () => {
+test('a slower node takes longer in proportion to all its work', () => {
   clock.reset();
   const e = engine(new Gpu(processClock(clock.now), { speed: 0.5 }));
   const r = e.submit(seq(1, 1000), 1);
   clock.drain();
-  assert.equal(r.times[0], 2 + 13 / 0.5);
+  assert.equal(r.times[0], (2 + 13) / 0.5);
+});
+
+test('compute speed slows prefill only; step speed slows the step and decode', () => {
+  // first token: one step of 1,000 prefill tokens (cpu 2, step 3, prefill
+  // 10 ms at speed 1); the second: one decode step (cpu 2, step 3 + 1)
+  const times = (speeds) => {
+    clock.reset();
+    const e = engine(new Gpu(processClock(clock.now), speeds));
+    const r = e.submit(seq(1, 1000), 2);
+    clock.drain();
+    return [r.times[0], r.times[1] - r.times[0]];
+  };
+  assert.deepEqual(times({ speed: 1, stepSpeed: 1 }), [15, 6]);
+  assert.deepEqual(times({ speed: 0.5, stepSpeed: 1 }), [2 + 3 + 10 / 0.5, 6]);
+  assert.deepEqual(times({ speed: 1, stepSpeed: 0.5 }), [(2 + 3) / 0.5 + 10, 6 / 0.5]);
+});
+
+test('--gpus takes classes, speeds and compute/step pairs', () => {
+  const { parseGpus, gpuSpec, GPU_CLASSES } = require('../emulator/options');
+  const g = parseGpus('24g,0.5,0.9/0.6');
+  assert.deepEqual(gpuSpec(g[0]), { speed: GPU_CLASSES['24g'].compute, stepSpeed: GPU_CLASSES['24g'].step });
+  assert.deepEqual(gpuSpec(g[1]), { speed: 0.5, stepSpeed: 0.5 });
+  assert.deepEqual(gpuSpec(g[2]), { speed: 0.9, stepSpeed: 0.6 });
+  assert.throws(() => parseGpus('1,0.9/x'));
 });
 
 test("a long prefill delays the sibling engine's tokens", () => {
