@@ -51,8 +51,11 @@ const BOUNDS = {
 const INTEGER = new Set(['maxTokens']);
 
 // what the simulator runs for each of the seed's variants
+// (--baseline request: the seed's client opened a connection a request, so
+// kube-proxy's pick per connection is a pick per request)
+let baselinePerRequest = false;
 function policyFor(variant) {
-  if (variant === 'baseline') return P.randomPerConnection();
+  if (variant === 'baseline') return baselinePerRequest ? P.random() : P.randomPerConnection();
   if (variant === 'round_robin') return P.roundRobin();
   if (variant === 'kv') return P.dynamoExact();
   return null;
@@ -92,16 +95,42 @@ function evaluate(prm, cellList, seeds, requests) {
   return rows;
 }
 
-// fewer cells out of tolerance first; then the sum of squared errors in
-// tolerance units, capped so one wild cell does not steer the fit
+// The floors beside the cells: KV routing's requests/s gain over round
+// robin within 10 points of the seed's wherever the seed has both, and its
+// TTFT p99 change at concurrency 16 in the seed's direction. One row per
+// point, ok and err (in units of the 10 points) as the cells'.
+function gainRows(rows) {
+  const at = (w, c, p, variant, field) => rows.find((r) => r.w === w && r.c === c && r.p === p &&
+    r.variant === variant && r.field === field);
+  const out = [];
+  for (const r of rows) {
+    if (r.variant !== 'kv' || (r.field !== 'rps' && !(r.field === 'p99' && r.c === 16))) continue;
+    const rr = at(r.w, r.c, r.p, 'round_robin', r.field);
+    if (!rr) continue;
+    const seed = r.seed / rr.seed - 1;
+    const sim = r.value / rr.value - 1;
+    if (r.field === 'rps') {
+      out.push({ kind: 'rps gain', w: r.w, c: r.c, p: r.p, seed, value: sim,
+        ok: Math.abs(sim - seed) <= 0.10 + 1e-9, err: (sim - seed) / 0.10 });
+    } else {
+      out.push({ kind: 'p99 direction', w: r.w, c: r.c, p: r.p, seed, value: sim,
+        ok: Math.sign(sim) === Math.sign(seed), err: 0 });
+    }
+  }
+  return out;
+}
+
+// fewer cells and floors out of tolerance first; then the sum of squared
+// errors in tolerance units, capped so one wild cell does not steer the fit
 function score(rows) {
   let miss = 0;
   let sq = 0;
-  for (const r of rows) {
+  const all = rows.concat(gainRows(rows));
+  for (const r of all) {
     if (!r.ok) miss++;
     sq += Math.min(r.err * r.err, 9);
   }
-  return miss + sq / (rows.length * 4);
+  return miss + sq / (all.length * 4);
 }
 
 function clampPrm(prm) {
@@ -227,6 +256,7 @@ function main() {
     jsonl: { type: 'string' },
     'table-only': { type: 'boolean', default: false },
     method: { type: 'string', default: 'es' },
+    baseline: { type: 'string', default: 'connection' },
     'rng-seed': { type: 'string', default: '1' },
   } });
   const { DEFAULT_TIMING } = require('../emulator/scheduler');
@@ -239,6 +269,7 @@ function main() {
     compute8g: GPU_CLASSES['8g'].compute, step8g: GPU_CLASSES['8g'].step, share: GPU_SHARE, maxTokens: DEFAULT_MAX_TOKENS,
     frontendUs: FRONTEND_US,
   }, v.start ? JSON.parse(v.start) : {});
+  baselinePerRequest = v.baseline === 'request';
   const seeds = v.seeds.split(',').map(Number);
   const requests = Number(v.requests);
   const fitCells = v.on === '6' ? cells.MAIN.filter((x) => x.w === 6) : cells.MAIN;
@@ -260,11 +291,21 @@ function main() {
     within_3w: countOk(all, (r) => r.w === 3),
     within_rps: countOk(all, (r) => r.field === 'rps'),
     within_rr_p99_c16: countOk(all, (r) => r.field === 'p99' && r.c === 16 && r.variant === 'round_robin'),
+    rps_gain_within_10pp: countOk(gainRows(all), (r) => r.kind === 'rps gain'),
+    p99_direction_c16: countOk(gainRows(all), (r) => r.kind === 'p99 direction'),
   };
   process.stdout.write(JSON.stringify(out) + '\n');
-  process.stdout.write(table(all) + '\n');
+  process.stdout.write(table(all) + '\n\n');
+  process.stdout.write(gainTable(gainRows(all)) + '\n');
+}
+
+function gainTable(rows) {
+  const pct = (x) => `${x >= 0 ? '+' : ''}${Math.round(x * 1000) / 10}%`;
+  const lines = ['| floor | workers | conc. | types | seed | sim | ok |', '|---|---|---|---|---|---|---|'];
+  for (const r of rows) lines.push(`| ${r.kind} | ${r.w} | ${r.c} | ${r.p} | ${pct(r.seed)} | ${pct(r.value)} | ${r.ok ? 'yes' : 'no'} |`);
+  return lines.join('\n');
 }
 
 if (require.main === module) main();
 
-module.exports = { evaluate, score, fit, BOUNDS, policyFor };
+module.exports = { evaluate, score, gainRows, fit, BOUNDS, policyFor };
