@@ -29,13 +29,14 @@ const { extendBlockHashes } = require('./kv_cache');
 const { Gpu } = require('./gpu');
 const { realClock } = require('./model_clock');
 
-// Fitted to the seed's tables (bench/fit.js, BENCHMARKS.md §3.1); the GPU
-// model (speeds, placement, sharing) is the engine's GPU, see gpu.js.
+// Fitted to the seed's tables (bench/fidelity/fit.js, BENCHMARKS.md §3.1),
+// at the reference node's speeds; the node model (speeds, placement,
+// sharing) is gpu.js's.
 const DEFAULT_TIMING = {
-  baseUs: 5400,             // CPU per step
-  gpuStepUs: 6200,          // GPU per step (weights, launches)
-  prefillUsPerToken: 25,    // GPU per uncached prompt token
-  decodeUsPerSeq: 2500,     // GPU per decoding request
+  baseUs: 3900,             // CPU per step
+  gpuStepUs: 6600,          // GPU per step (weights, launches)
+  prefillUsPerToken: 17,    // GPU per uncached prompt token
+  decodeUsPerSeq: 1800,     // GPU per decoding request
   maxBatchedTokens: 2048,   // vLLM's default for `vllm serve` on GPUs < 70 GiB
   maxNumSeqs: 256,
   timeScale: 1,

@@ -9,8 +9,9 @@
 //       [--table-only] [--name fidelity]
 //
 // The seed's variants as kvbench routers:
-//   baseline     random_conn (a random engine per client connection, as a
-//                Kubernetes Service)
+//   baseline     random: a Kubernetes Service picks an engine per
+//                connection, and the seed's client opened one a request
+//                (model.js SEED_BASELINE; random_conn when 'connection')
 //   round_robin  round_robin
 //   kv           dynamo: NVIDIA Dynamo's KV router on the engines' KV
 //                events (loadgen/dynamo.js)
@@ -27,7 +28,7 @@ const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 const { parseArgs } = require('node:util');
 const cells = require('./cells');
-const { DEFAULT_MAX_TOKENS, emulatorDefaults } = require('./model');
+const { DEFAULT_MAX_TOKENS, SEED_BASELINE, emulatorDefaults } = require('./model');
 const { FRONTEND_US } = require('../emulator/options');
 const { routerTable, describeRouter } = require('../loadgen/routers');
 
@@ -36,8 +37,8 @@ const TOP = path.join(BENCH, '..');
 const KVBENCH = path.join(BENCH, 'kvbench');
 const GPUS = '24g,8g,8g';
 
-const ROUTER = { baseline: 'random_conn', round_robin: 'round_robin', kv: 'dynamo',
-  approximate: 'kvroute-dynamo' };
+const ROUTER = { baseline: SEED_BASELINE === 'request' ? 'random' : 'random_conn',
+  round_robin: 'round_robin', kv: 'dynamo', approximate: 'kvroute-dynamo' };
 
 function commit() {
   const r = spawnSync('git', ['-C', TOP, 'describe', '--always', '--dirty'], { encoding: 'utf8' });

@@ -256,7 +256,7 @@ function main() {
     jsonl: { type: 'string' },
     'table-only': { type: 'boolean', default: false },
     method: { type: 'string', default: 'es' },
-    baseline: { type: 'string', default: 'connection' },
+    baseline: { type: 'string', default: require('./model').SEED_BASELINE },
     'rng-seed': { type: 'string', default: '1' },
   } });
   const { DEFAULT_TIMING } = require('../emulator/scheduler');

@@ -36,8 +36,12 @@ test('two engines on one GPU share it: simultaneous prompts take longer, by the 
   const [slow] = sim(args.concat(['--gpus', '0.5,0.5', 'round_robin']));
   assert.ok(shared.ttft_p99_ms > half.ttft_p99_ms && half.ttft_p99_ms > apart.ttft_p99_ms,
     JSON.stringify([apart, half, shared]));
-  // time-slicing doubles the GPU phase only, as does a GPU of half the speed
-  assert.equal(shared.ttft_p99_ms, slow.ttft_p99_ms);
+  // time-slicing doubles the GPU phase only; a node of half the speed
+  // doubles its CPU phase too
+  assert.ok(shared.ttft_p99_ms < slow.ttft_p99_ms, JSON.stringify([shared, slow]));
+  const [gpuHalf] = sim(args.concat(['--gpus', '0.5/1,0.5/1', 'round_robin']));
+  assert.ok(gpuHalf.ttft_p99_ms > apart.ttft_p99_ms && gpuHalf.ttft_p99_ms < slow.ttft_p99_ms,
+    JSON.stringify([apart, gpuHalf, slow]));
 });
 
 test('deterministic; the partition pins each type to one engine and beats round robin on hits', () => {
