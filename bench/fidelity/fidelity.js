@@ -28,9 +28,8 @@ const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 const { parseArgs } = require('node:util');
 const cells = require('./cells');
-const { DEFAULT_MAX_TOKENS, SEED_BASELINE, emulatorDefaults } = require('./model');
+const { DEFAULT_MAX_TOKENS, SEED_BASELINE } = require('./model');
 const { FRONTEND_US } = require('../emulator/options');
-const { routerTable, describeRouter } = require('../loadgen/routers');
 
 const BENCH = path.join(__dirname, '..');
 const TOP = path.join(BENCH, '..');
@@ -39,22 +38,6 @@ const GPUS = '24g,8g,8g';
 
 const ROUTER = { baseline: SEED_BASELINE === 'request' ? 'random' : 'random_conn',
   round_robin: 'round_robin', kv: 'dynamo', approximate: 'kvroute-dynamo' };
-
-function commit() {
-  const r = spawnSync('git', ['-C', TOP, 'describe', '--always', '--dirty'], { encoding: 'utf8' });
-  return r.status === 0 ? r.stdout.trim() : 'unknown';
-}
-
-function upstreamLine(router) {
-  return describeRouter(routerTable(TOP, path.join(TOP, 'build'), { capacityBlocks: 585, blockSize: 16,
-    basePort: 28001, eventsBasePort: 29081, replayBasePort: 29181 })[router]);
-}
-
-// the calibrated model, the run's time scale and workload
-function emulatorParams(o) {
-  return Object.assign(emulatorDefaults(), { time_scale: o.timeScale, capacity_blocks: 585,
-    block_size: 16, requests: 240, seed: 1 });
-}
 
 function runPoint(pt, o) {
   const router = ROUTER[pt.variant];
@@ -71,11 +54,12 @@ function runPoint(pt, o) {
   if (r.status !== 0 || !res) {
     throw new Error(`kvbench ${args.join(' ')} failed (${r.status}): ${(r.stderr || '').slice(-500)}`);
   }
+  // where the figures came from, as kvbench recorded it (loadgen/provenance.js)
+  const { commit, upstream, runs, emulator_params: emulatorParams, ...result } = res;
   return {
     key: `${pt.w}/${pt.c}/${pt.p}/${pt.variant}`, w: pt.w, c: pt.c, p: pt.p, variant: pt.variant,
-    router, upstream: upstreamLine(router), commit: commit(), runs: o.runs,
-    median_of: 'each field its median over the runs', emulator_params: emulatorParams(o),
-    at: new Date().toISOString(), result: res,
+    router, upstream, commit, runs, median_of: 'each field its median over the runs',
+    emulator_params: emulatorParams, at: new Date().toISOString(), result,
   };
 }
 

@@ -194,6 +194,13 @@ test('kvbench run through nginx: round_robin (token ids) and hash (text)', { ski
   assert.equal(j.errors, 0);
   assert.equal(j.prompt_length_mismatches, 0);
   assert.deepEqual(j.requests_per_engine, { 'engine-0': 6, 'engine-1': 6 });
+  // where the row came from: commit, router line, emulator parameters, runs
+  assert.match(j.commit, /^[0-9a-f]{7,}(-dirty)?$/);
+  assert.equal(j.upstream, '(nginx round robin)');
+  assert.equal(j.runs, 1);
+  assert.equal(j.emulator_params.time_scale, 20);
+  assert.equal(j.emulator_params.seed, 5);
+  assert.ok(j.emulator_params.timing.prefillUsPerToken > 0, JSON.stringify(j.emulator_params));
 
   // hash pins a prefix type to one engine; 3 prefixes fit in one cache, so
   // only the first request of each type misses

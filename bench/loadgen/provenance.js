@@ -1,0 +1,36 @@
+'use strict';
+// What every result row says of where it came from: the commit it ran at,
+// the exact kvroute line (or which load-generator router), the emulator's
+// parameters and how many runs its figures are the medians of. kvbench
+// --json and fidelity.js write it; a row without it cannot be reproduced.
+
+const { spawnSync } = require('node:child_process');
+const { describeRouter } = require('./routers');
+
+function commit(top) {
+  const r = spawnSync('git', ['-C', top, 'describe', '--always', '--dirty'], { encoding: 'utf8' });
+  return r.status === 0 ? r.stdout.trim() : 'unknown';
+}
+
+// o: kvbench's options; the emulator's fitted defaults (fidelity/model.js)
+// with what this run set on its command line over them
+function emulatorParams(o) {
+  const { emulatorDefaults } = require('../fidelity/model');
+  const p = emulatorDefaults();
+  return Object.assign(p, {
+    gpus: o.gpus, placement: o.placement || 0,
+    frontend_us: o.frontendUs === null || o.frontendUs === undefined ? p.frontend_us : o.frontendUs,
+    max_tokens: o.maxTokens, time_scale: o.timeScale, capacity_blocks: o.capacityBlocks,
+    block_size: o.blockSize, requests: o.requests, seed: o.seed,
+    engine_scale: o.engineScale && o.engineScale.length ? o.engineScale : undefined,
+    dp_ranks: o.dpRanks > 1 ? o.dpRanks : undefined,
+    extra_args: o.emulatorArgs && o.emulatorArgs.length ? o.emulatorArgs : undefined,
+  });
+}
+
+function provenance(top, routerEntry, o, runs) {
+  return { commit: commit(top), upstream: describeRouter(routerEntry), runs,
+    emulator_params: emulatorParams(o) };
+}
+
+module.exports = { commit, emulatorParams, provenance };
