@@ -8,8 +8,7 @@
 // internal load balancing: waiting x 4 + running). Each response says
 // which rank served it (x-engine-rank).
 
-const http = require('node:http');
-const { handleHttp } = require('./http_api');
+const { handleHttp, listenHttp, closeHttp } = require('./http_api');
 const { renderMetrics } = require('./metrics');
 
 class DpFront {
@@ -29,18 +28,7 @@ class DpFront {
   }
 
   async _listen() {
-    this.server = http.createServer({ keepAliveTimeout: 65000 }, (req, res) => this._handle(req, res));
-    this.server.on('connection', (s) => {
-      this.sockets.add(s);
-      s.on('close', () => this.sockets.delete(s));
-    });
-    await new Promise((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(this.o.port, this.o.host, () => {
-        this.server.removeListener('error', reject);
-        resolve();
-      });
-    });
+    await listenHttp(this, (req, res) => this._handle(req, res));
   }
 
   // the rank the header names: a number, null (none or not an integer),
@@ -112,9 +100,7 @@ class DpFront {
   async goDown(ms, onChange) {
     if (this.down || this.stopped) return false;
     this.down = true;
-    const closed = new Promise((resolve) => this.server.close(() => resolve()));
-    for (const s of this.sockets) s.destroy();
-    await closed;
+    await closeHttp(this);
     await Promise.all(this.ranks.map((r) => r.goDown(ms, () => {})));
     onChange('down');
     this.upTimer = setTimeout(async () => {
@@ -134,10 +120,7 @@ class DpFront {
   async stop() {
     this.stopped = true;
     if (this.upTimer) clearTimeout(this.upTimer);
-    if (this.server) {
-      this.server.close();
-      for (const s of this.sockets) s.destroy();
-    }
+    if (this.server) closeHttp(this);
     await Promise.allSettled(this.ranks.map((r) => r.stop()));
   }
 }

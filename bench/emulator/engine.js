@@ -2,11 +2,10 @@
 // One emulated engine: KV cache + scheduler + (optional) KV event publisher
 // + its own HTTP server. Engines in one process share only the tokenizer.
 
-const http = require('node:http');
 const { KvCache, noneHash } = require('./kv_cache');
 const { Scheduler, Request } = require('./scheduler');
 const { EventPublisher } = require('./events');
-const { handleHttp } = require('./http_api');
+const { handleHttp, listenHttp, closeHttp } = require('./http_api');
 
 // Filler output: one token per word, cycling.
 const FILLER_WORDS = [' the', ' quick', ' brown', ' fox', ' jumps', ' over',
@@ -77,20 +76,7 @@ class Engine {
   }
 
   async _listen() {
-    this.server = http.createServer({ keepAliveTimeout: 65000 }, (req, res) => {
-      handleHttp(this, req, res);
-    });
-    this.server.on('connection', (s) => {
-      this.sockets.add(s);
-      s.on('close', () => this.sockets.delete(s));
-    });
-    await new Promise((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(this.o.port, this.o.host, () => {
-        this.server.removeListener('error', reject);
-        resolve();
-      });
-    });
+    await listenHttp(this, (req, res) => handleHttp(this, req, res));
   }
 
   newRequestId(prefix) {
@@ -170,9 +156,7 @@ class Engine {
     this.downs++;
     this.scheduler.stop();
     if (this.server) {
-      const closed = new Promise((resolve) => this.server.close(() => resolve()));
-      for (const s of this.sockets) s.destroy();
-      await closed;
+      await closeHttp(this);
       this.server = null;
     }
     if (this.publisher) {
@@ -200,10 +184,7 @@ class Engine {
     this.stopped = true;
     if (this.upTimer) clearTimeout(this.upTimer);
     this.scheduler.stop();
-    if (this.server) {
-      this.server.close();
-      for (const s of this.sockets) s.destroy();
-    }
+    if (this.server) closeHttp(this);
     if (this.publisher) await this.publisher.close();
   }
 }

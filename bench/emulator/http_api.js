@@ -4,6 +4,7 @@
 // GET /v1/models, GET /metrics, GET /health, POST /reset_prefix_cache.
 // Every response carries header x-engine-id and (JSON) field engine_id.
 
+const http = require('node:http');
 const { renderMetrics } = require('./metrics');
 
 const MAX_BODY_BYTES = 32 * 1024 * 1024;
@@ -302,4 +303,29 @@ function handleHttp(engine, req, res) {
   return sendError(engine, res, 404, `no route for ${m} ${url}`);
 }
 
-module.exports = { handleHttp, DEFAULT_MAX_TOKENS };
+// The HTTP server of an engine or of a data-parallel front (dp_front.js):
+// listens on owner.o.host:owner.o.port as owner.server, and keeps its
+// connections in owner.sockets so that a crash (goDown) or a stop cuts them.
+async function listenHttp(owner, handle) {
+  owner.server = http.createServer({ keepAliveTimeout: 65000 }, handle);
+  owner.server.on('connection', (s) => {
+    owner.sockets.add(s);
+    s.on('close', () => owner.sockets.delete(s));
+  });
+  await new Promise((resolve, reject) => {
+    owner.server.once('error', reject);
+    owner.server.listen(owner.o.port, owner.o.host, () => {
+      owner.server.removeListener('error', reject);
+      resolve();
+    });
+  });
+}
+
+// Closes owner.server and cuts its connections; resolves once closed.
+function closeHttp(owner) {
+  const closed = new Promise((resolve) => owner.server.close(() => resolve()));
+  for (const s of owner.sockets) s.destroy();
+  return closed;
+}
+
+module.exports = { handleHttp, DEFAULT_MAX_TOKENS, listenHttp, closeHttp };
