@@ -45,6 +45,12 @@ kvr_http_reply_head(const char *buf, size_t len, kvr_http_reply_t *reply)
         reply->status = reply->status * 10 + (buf[i] - '0');
     }
 
+    /* three digits, not the first three of more: then SP or the line's end */
+
+    if (len > 12 && buf[12] != ' ' && buf[12] != '\r' && buf[12] != '\n') {
+        return KVR_HTTP_REPLY_BAD;
+    }
+
     /* the header lines, to the empty one */
 
     p = buf;
