@@ -122,17 +122,22 @@ class Gpu {
   // when the previous one ended, otherwise now.
   // (Inside the loop the timer is re-armed by the loop's caller.)
   run(owner, cpuMs, gpuMs, done) {
-    if (!this.inLoop) this._sync();
-    this.jobs.push({ owner, cpuEnd: this.last + cpuMs, gpuLeft: gpuMs / this.speed, done });
-    if (!this.inLoop) this._arm();
+    this._push(owner, cpuMs, gpuMs / this.speed, done);
   }
 
   // One scheduler step from its work at the reference node's speeds (µs):
   // cpu (the engine's own), step (the GPU's per-step work: weights,
   // launches, decode reads) and prefill (uncached prompt tokens).
   runStep(owner, w, done) {
-    const gpuMs = (w.step / this.stepSpeed + w.prefill / this.speed) / 1000;
-    this.run(owner, w.cpu / this.stepSpeed / 1000, gpuMs * this.speed, done);
+    this._push(owner, w.cpu / this.stepSpeed / 1000,
+      (w.step / this.stepSpeed + w.prefill / this.speed) / 1000, done);
+  }
+
+  // a step of cpuMs, then gpuMs of this GPU's time when it runs alone
+  _push(owner, cpuMs, gpuMs, done) {
+    if (!this.inLoop) this._sync();
+    this.jobs.push({ owner, cpuEnd: this.last + cpuMs, gpuLeft: gpuMs, done });
+    if (!this.inLoop) this._arm();
   }
 
   // An engine that stops (or goes down) leaves the GPU to its siblings.
