@@ -262,6 +262,11 @@ test_http(void)
            KVR_HTTP_REPLY_BAD, "http: not HTTP");
     tap_is(kvr_http_reply_head("HTTP/1.1 2x0 OK\r\n\r\n", 19, &r),
            KVR_HTTP_REPLY_BAD, "http: a bad status");
+    tap_is(kvr_http_reply_head("HTTP/1.1 2000 OK\r\n\r\n", 20, &r),
+           KVR_HTTP_REPLY_BAD, "http: a status of four digits");
+    tap_is(kvr_http_reply_head("HTTP/1.1 200\r\n\r\nx", 17, &r),
+           KVR_HTTP_REPLY_OK, "http: a status without its reason");
+    tap_is(r.status, 200, "http: status 200 without a reason");
     s = "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, Chunked\r\n\r\n";
     tap_is(kvr_http_reply_head(s, strlen(s), &r), KVR_HTTP_REPLY_CHUNKED,
            "http: chunked refused");
