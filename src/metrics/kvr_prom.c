@@ -126,6 +126,17 @@ kvr_prom_blank(char c)
 }
 
 
+static const char *
+kvr_prom_skip_blanks(const char *p, const char *end)
+{
+    while (p < end && kvr_prom_blank(*p)) {
+        p++;
+    }
+
+    return p;
+}
+
+
 static int
 kvr_prom_name_char(char c, int first)
 {
@@ -148,9 +159,7 @@ kvr_prom_line(const char *p, const char *end, kvr_prom_load_t *out)
         end--;
     }
 
-    while (p < end && kvr_prom_blank(*p)) {
-        p++;
-    }
+    p = kvr_prom_skip_blanks(p, end);
 
     if (p == end || *p == '#') {
         return;
@@ -193,9 +202,7 @@ kvr_prom_line(const char *p, const char *end, kvr_prom_load_t *out)
         return;
     }
 
-    while (p < end && kvr_prom_blank(*p)) {
-        p++;
-    }
+    p = kvr_prom_skip_blanks(p, end);
 
     value = p;
 
@@ -231,9 +238,7 @@ kvr_prom_labels(const char *p, const char *end, int *mirror)
     const char  *name, *value;
 
     for ( ;; ) {
-        while (p < end && kvr_prom_blank(*p)) {
-            p++;
-        }
+        p = kvr_prom_skip_blanks(p, end);
 
         if (p == end) {
             return NULL;
@@ -257,17 +262,13 @@ kvr_prom_labels(const char *p, const char *end, int *mirror)
                 && (memcmp(name, "tp_rank", p - name) == 0
                     || memcmp(name, "pp_rank", p - name) == 0));
 
-        while (p < end && kvr_prom_blank(*p)) {
-            p++;
-        }
+        p = kvr_prom_skip_blanks(p, end);
 
         if (p == end || *p++ != '=') {
             return NULL;
         }
 
-        while (p < end && kvr_prom_blank(*p)) {
-            p++;
-        }
+        p = kvr_prom_skip_blanks(p, end);
 
         if (p == end || *p++ != '"') {
             return NULL;
@@ -293,11 +294,7 @@ kvr_prom_labels(const char *p, const char *end, int *mirror)
             *mirror = 1;
         }
 
-        p++;                    /* the closing quote */
-
-        while (p < end && kvr_prom_blank(*p)) {
-            p++;
-        }
+        p = kvr_prom_skip_blanks(p + 1, end);    /* past the closing quote */
 
         if (p < end && *p == ',') {
             p++;
@@ -342,9 +339,7 @@ kvr_prom_timestamp(const char *p, const char *end)
 {
     const char  *digits;
 
-    while (p < end && kvr_prom_blank(*p)) {
-        p++;
-    }
+    p = kvr_prom_skip_blanks(p, end);
 
     if (p == end) {
         return 0;
