@@ -63,12 +63,11 @@ static ngx_str_t  ngx_http_kvroute_engine_metrics[] = {
 
 
 /* the longer list: room for the values of one server's lines */
-/* room for the longest of ngx_http_kvroute_scrape_reasons[] */
-#define NGX_HTTP_KVROUTE_REASON_LEN  32
-
-
 #define NGX_HTTP_KVROUTE_EVENTS_METRICS                                      \
     (sizeof(ngx_http_kvroute_events_metrics) / sizeof(ngx_str_t) - 1)
+
+/* room for the longest of ngx_http_kvroute_scrape_reasons[] */
+#define NGX_HTTP_KVROUTE_REASON_LEN  32
 
 
 static ngx_int_t ngx_http_kvroute_status_handler(ngx_http_request_t *r);
@@ -426,23 +425,26 @@ ngx_http_kvroute_status_engine(u_char *p, u_char *last,
 {
     uint64_t                          values[NGX_HTTP_KVROUTE_EVENTS_METRICS];
     ngx_uint_t                        state;
-    ngx_http_kvroute_engine_stats_t  *e;
+    ngx_http_kvroute_engine_stats_t   e;
 
-    e = &kcf->zone->sh->engines[slot];
+    /* one scrape's values, as the helper wrote them under the lock */
 
-    values[0] = e->load.running;
-    values[1] = e->load.waiting;
-    values[2] = (e->load.usage == KVR_ENGINE_NO_USAGE) ? 0 : e->load.usage;
-    values[3] = e->scrapes;
-    values[4] = e->failures;
-    values[5] = e->ok_msec ? (uint64_t) (ngx_current_msec - e->ok_msec) : 0;
+    ngx_http_kvroute_lock(kcf->zone);
+    e = kcf->zone->sh->engines[slot];
+    state = ngx_http_kvroute_engine_state(kcf, slot);
+    ngx_http_kvroute_unlock(kcf->zone);
+
+    values[0] = e.load.running;
+    values[1] = e.load.waiting;
+    values[2] = (e.load.usage == KVR_ENGINE_NO_USAGE) ? 0 : e.load.usage;
+    values[3] = e.scrapes;
+    values[4] = e.failures;
+    values[5] = e.ok_msec ? (uint64_t) (ngx_current_msec - e.ok_msec) : 0;
 
     p = ngx_http_kvroute_status_lines(p, last,
                                       ngx_http_kvroute_engine_metrics,
                                       values, &kcf->upstream->host,
                                       server, backup);
-
-    state = ngx_http_kvroute_engine_state(kcf, slot);
 
     return ngx_slprintf(p, last,
                         "kvroute_load_source{upstream=\"%V\",server=\"%V\"%s,"
