@@ -425,6 +425,7 @@ ngx_http_kvroute_status_engine(u_char *p, u_char *last,
 {
     uint64_t                          values[NGX_HTTP_KVROUTE_EVENTS_METRICS];
     ngx_uint_t                        state;
+    ngx_msec_int_t                    age;
     ngx_http_kvroute_engine_stats_t   e;
 
     /* one scrape's values, as the helper wrote them under the lock */
@@ -434,12 +435,15 @@ ngx_http_kvroute_status_engine(u_char *p, u_char *last,
     state = ngx_http_kvroute_engine_state(kcf, slot);
     ngx_http_kvroute_unlock(kcf->zone);
 
+    /* the helper's clock may be a little ahead of this worker's */
+    age = (ngx_msec_int_t) (ngx_current_msec - e.ok_msec);
+
     values[0] = e.load.running;
     values[1] = e.load.waiting;
     values[2] = (e.load.usage == KVR_ENGINE_NO_USAGE) ? 0 : e.load.usage;
     values[3] = e.scrapes;
     values[4] = e.failures;
-    values[5] = e.ok_msec ? (uint64_t) (ngx_current_msec - e.ok_msec) : 0;
+    values[5] = (e.ok_msec && age > 0) ? (uint64_t) age : 0;
 
     p = ngx_http_kvroute_status_lines(p, last,
                                       ngx_http_kvroute_engine_metrics,
