@@ -75,7 +75,7 @@ static void ngx_http_kvroute_scrape_begin(ngx_http_kvroute_scrape_t *t);
 static void ngx_http_kvroute_scrape_step(ngx_http_kvroute_scrape_t *t,
     short revents);
 static void ngx_http_kvroute_scrape_sent(ngx_http_kvroute_scrape_t *t);
-static ngx_uint_t ngx_http_kvroute_scrape_read(ngx_http_kvroute_scrape_t *t);
+static void ngx_http_kvroute_scrape_read(ngx_http_kvroute_scrape_t *t);
 static ngx_uint_t ngx_http_kvroute_scrape_consume(
     ngx_http_kvroute_scrape_t *t);
 static void ngx_http_kvroute_scrape_end(ngx_http_kvroute_scrape_t *t,
@@ -404,7 +404,7 @@ ngx_http_kvroute_scrape_step(ngx_http_kvroute_scrape_t *t, short revents)
     }
 
     if (revents & (POLLIN | POLLHUP | POLLERR)) {
-        (void) ngx_http_kvroute_scrape_read(t);
+        ngx_http_kvroute_scrape_read(t);
     }
 }
 
@@ -434,9 +434,9 @@ ngx_http_kvroute_scrape_sent(ngx_http_kvroute_scrape_t *t)
 }
 
 
-/* as much of the reply as there is; 1 when the scrape ended */
+/* as much of the reply as there is, up to SCRAPE_READS pieces a tick */
 
-static ngx_uint_t
+static void
 ngx_http_kvroute_scrape_read(ngx_http_kvroute_scrape_t *t)
 {
     ssize_t     n;
@@ -449,7 +449,7 @@ ngx_http_kvroute_scrape_read(ngx_http_kvroute_scrape_t *t)
             /* a head or a line longer than the buffer */
             ngx_http_kvroute_scrape_end(t, NGX_HTTP_KVROUTE_SCRAPE_TOO_LARGE,
                                         0);
-            return 1;
+            return;
         }
 
         n = recv(t->fd, t->buf + t->used, NGX_HTTP_KVROUTE_SCRAPE_BUF - t->used,
@@ -459,11 +459,11 @@ ngx_http_kvroute_scrape_read(ngx_http_kvroute_scrape_t *t)
             err = ngx_socket_errno;
 
             if (err == NGX_EAGAIN || err == NGX_EINTR) {
-                return 0;
+                return;
             }
 
             ngx_http_kvroute_scrape_end(t, NGX_HTTP_KVROUTE_SCRAPE_IO, err);
-            return 1;
+            return;
         }
 
         if (n == 0) {
@@ -480,7 +480,7 @@ ngx_http_kvroute_scrape_read(ngx_http_kvroute_scrape_t *t)
             }
 
             ngx_http_kvroute_scrape_end(t, failure, 0);
-            return 1;
+            return;
         }
 
         t->used += n;
@@ -489,18 +489,16 @@ ngx_http_kvroute_scrape_read(ngx_http_kvroute_scrape_t *t)
         if (t->total > NGX_HTTP_KVROUTE_SCRAPE_MAX) {
             ngx_http_kvroute_scrape_end(t, NGX_HTTP_KVROUTE_SCRAPE_TOO_LARGE,
                                         0);
-            return 1;
+            return;
         }
 
         failure = ngx_http_kvroute_scrape_consume(t);
 
         if (failure != NGX_HTTP_KVROUTE_SCRAPE_OK) {
             ngx_http_kvroute_scrape_end(t, failure, 0);
-            return 1;
+            return;
         }
     }
-
-    return 0;
 }
 
 
