@@ -8,23 +8,19 @@
 // load generator's preemption and hit-rate figures.
 
 function renderMetrics(engine) {
-  const label = `{model_name="${engine.o.model.replace(/["\\\n]/g, '_')}",engine="${engine.name}"}`;
+  const model = engine.o.model.replace(/["\\\n]/g, '_');
+  const label = `{model_name="${model}",engine="${engine.name}"}`;
   const s = engine.scheduler;
   const c = engine.cache;
   const lines = [];
-  const metric = (name, type, help, value, sample) => {
+  const metric = (name, type, help, value, sample, labels = label) => {
     lines.push(`# HELP ${name} ${help}`);
     lines.push(`# TYPE ${name} ${type}`);
-    lines.push(`${sample || name}${label} ${value}`);
+    lines.push(`${sample || name}${labels} ${value}`);
   };
   if (engine.o.flavour === 'sglang') {
-    const sg = `{engine_type="unified",model_name="${engine.o.model.replace(/["\\\n]/g, '_')}",` +
-      'pp_rank="0",tp_rank="0"}';
-    const gauge = (name, help, value) => {
-      lines.push(`# HELP ${name} ${help}`);
-      lines.push(`# TYPE ${name} gauge`);
-      lines.push(`${name}${sg} ${value}`);
-    };
+    const sg = `{engine_type="unified",model_name="${model}",pp_rank="0",tp_rank="0"}`;
+    const gauge = (name, help, value) => metric(name, 'gauge', help, value, name, sg);
     gauge('sglang:num_running_reqs', 'The number of running requests.', s.running.length);
     gauge('sglang:num_queue_reqs', 'The number of requests in the waiting queue.', s.waiting.length);
     gauge('sglang:token_usage', 'The token usage.', c.usage());
