@@ -9,7 +9,6 @@ use Test::Nginx::Socket;
 $ENV{TEST_NGINX_ECHO_SO} ||= '/usr/lib/nginx/modules/ngx_http_echo_module.so';
 use JSON::PP ();
 use Kvroute::Emulator;
-use POSIX ();
 
 my $port = $ENV{TEST_NGINX_PORT} || 1984;
 $ENV{TEST_NGINX_F1} = $port + 41;       # fake engine "busy"
@@ -54,27 +53,17 @@ _EOC_
 # two emulated SGLang engines; a client that bypasses nginx keeps the
 # first one busy with 4 long requests (time scale 1: each lasts seconds)
 our $Emulated = -d 'bench/node_modules';
-our $Direct;
 
 if ($Emulated) {
     start_emulator(base_port => $ENV{TEST_NGINX_E1},
                    log => 't/emulator-metrics.log',
                    args => [ '--flavour', 'sglang', '--time-scale', 1 ]);
 
-    $Direct = fork();
-    die "fork: $!" unless defined $Direct;
-
-    if ($Direct == 0) {
-        open STDOUT, '>', 't/direct-metrics.log' or POSIX::_exit(127);
-        open STDERR, '>&', \*STDOUT or POSIX::_exit(127);
-        exec('node', 'bench/loadgen/direct.js', '--port', $ENV{TEST_NGINX_E1},
-             '--concurrency', 4, '--prompt-tokens', 64,
-             '--max-tokens', 2000, '--seconds', 300)
-            or POSIX::_exit(127);
-    }
+    start_node('t/direct-metrics.log', 'bench/loadgen/direct.js',
+               '--port', $ENV{TEST_NGINX_E1}, '--concurrency', 4,
+               '--prompt-tokens', 64, '--max-tokens', 2000,
+               '--seconds', 300);
 }
-
-END { kill 'TERM', $Direct if $Direct }
 
 our $EmulatedConfig = <<'_EOC_';
 upstream llm {

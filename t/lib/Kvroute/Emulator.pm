@@ -1,7 +1,8 @@
 package Kvroute::Emulator;
 
 # Starts the bench's engine emulator (bench/emulator/main.js) for a test
-# file and stops it when the file ends.
+# file, and other node scripts beside it (start_node), and stops them when
+# the file ends.
 
 use strict;
 use warnings;
@@ -9,14 +10,14 @@ use warnings;
 use Exporter 'import';
 use POSIX ();
 
-our @EXPORT = qw(start_emulator);
+our @EXPORT = qw(start_emulator start_node);
 
 my @pids;
 
-# start_emulator(engines => 2, base_port => P, log => FILE, args => [...])
-sub start_emulator {
-    my %o = @_;
-    my $log = $o{log} || 't/emulator.log';
+# start_node(LOG, SCRIPT, ARGS...): node SCRIPT ARGS in the background,
+# its output in LOG
+sub start_node {
+    my ($log, @cmd) = @_;
 
     unlink $log;
 
@@ -26,12 +27,23 @@ sub start_emulator {
     if ($pid == 0) {
         open STDOUT, '>', $log or POSIX::_exit(127);
         open STDERR, '>&', \*STDOUT or POSIX::_exit(127);
-        exec('node', 'bench/emulator/main.js', '--engines', $o{engines} || 2,
-             '--base-port', $o{base_port}, '--time-scale', 20,
-             @{ $o{args} || [] }) or POSIX::_exit(127);
+        exec('node', @cmd) or POSIX::_exit(127);
     }
 
     push @pids, $pid;
+
+    return $pid;
+}
+
+# start_emulator(engines => 2, base_port => P, log => FILE, args => [...])
+sub start_emulator {
+    my %o = @_;
+    my $log = $o{log} || 't/emulator.log';
+
+    my $pid = start_node($log, 'bench/emulator/main.js',
+                         '--engines', $o{engines} || 2,
+                         '--base-port', $o{base_port}, '--time-scale', 20,
+                         @{ $o{args} || [] });
 
     for (1 .. 300) {
         if (open my $fh, '<', $log) {
@@ -44,6 +56,7 @@ sub start_emulator {
     die "the emulator did not start (see $log)";
 }
 
-END { kill 'TERM', @pids if @pids }
+# the last started first: a client before the engine it loads
+END { kill 'TERM', reverse @pids if @pids }
 
 1;
