@@ -653,11 +653,9 @@ kvr_bpe_heap_push(kvr_tok_bpe_t *bpe, uint32_t rank, uint32_t new_id,
 static const kvr_bpe_merge_slot_t *
 kvr_bpe_merge_get(const kvr_tok_bpe_t *bpe, uint32_t left, uint32_t right)
 {
-    kvr_bpe_merge_slot_t  *slot;
-
-    slot = kvr_bpe_merge_find(bpe, (uint64_t) left << 32 | right);
-
-    return slot->pair == KVR_BPE_EMPTY_PAIR ? NULL : slot;
+    return kvr_bpe_merge_at(bpe, left, right,
+                            kvr_bpe_pair_hash((uint64_t) left << 32 | right)
+                            & bpe->merges_mask);
 }
 
 
@@ -884,6 +882,29 @@ kvr_bpe_merge_all(kvr_tok_bpe_t *bpe, const uint8_t *bytes, size_t n_sym)
 }
 
 
+static int
+kvr_bpe_symbols_reserve(kvr_tok_bpe_t *bpe, size_t n)
+{
+    size_t             cap;
+    kvr_bpe_symbol_t  *sym;
+
+    if (n <= bpe->symbols_cap) {
+        return 0;
+    }
+
+    cap = n < 256 ? 256 : n;
+    sym = realloc(bpe->symbols, cap * sizeof(kvr_bpe_symbol_t));
+    if (sym == NULL) {
+        return -1;
+    }
+
+    bpe->symbols = sym;
+    bpe->symbols_cap = cap;
+
+    return 0;
+}
+
+
 static int kvr_bpe_encode_filtered(kvr_tok_bpe_t *bpe,
     const uint8_t *piece, size_t len, kvr_ids_t *out);
 
@@ -892,19 +913,12 @@ static int
 kvr_bpe_encode_word(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
     kvr_ids_t *out)
 {
-    size_t             i, n_sym, cap;
+    size_t             i, n_sym;
     uint32_t           id;
     kvr_bpe_symbol_t  *sym;
 
-    if (len > bpe->symbols_cap) {
-        cap = len < 256 ? 256 : len;
-        sym = realloc(bpe->symbols, cap * sizeof(kvr_bpe_symbol_t));
-        if (sym == NULL) {
-            return KVR_TOK_NO_MEMORY;
-        }
-
-        bpe->symbols = sym;
-        bpe->symbols_cap = cap;
+    if (kvr_bpe_symbols_reserve(bpe, len) != 0) {
+        return KVR_TOK_NO_MEMORY;
     }
 
     /* one symbol per byte; a byte without a token is dropped, as in HF */
@@ -972,29 +986,6 @@ kvr_bpe_encode_filtered(kvr_tok_bpe_t *bpe, const uint8_t *piece,
     free(kept);
 
     return rc;
-}
-
-
-static int
-kvr_bpe_symbols_reserve(kvr_tok_bpe_t *bpe, size_t n)
-{
-    size_t             cap;
-    kvr_bpe_symbol_t  *sym;
-
-    if (n <= bpe->symbols_cap) {
-        return 0;
-    }
-
-    cap = n < 256 ? 256 : n;
-    sym = realloc(bpe->symbols, cap * sizeof(kvr_bpe_symbol_t));
-    if (sym == NULL) {
-        return -1;
-    }
-
-    bpe->symbols = sym;
-    bpe->symbols_cap = cap;
-
-    return 0;
 }
 
 
@@ -1228,43 +1219,7 @@ kvr_bpe_char(const uint8_t *piece, size_t len, size_t i, uint32_t *cp)
 }
 
 
-/*
- * The char model cuts a piece between two chars no merge can join (no
- * junction): the symbols on either side never meet, so each part merges
- * exactly as inside the whole piece, and the parts are mostly words that
- * the word cache answers.
- */
-static int
-kvr_bpe_encode_run(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
-    kvr_ids_t *out)
-{
-    int       rc;
-    size_t    i, n, start;
-    uint32_t  cp, prev;
-
-    start = 0;
-    prev = KVR_BPE_NO_ID;
-
-    for (i = 0; i < len; i += n) {
-        n = kvr_bpe_char(piece, len, i, &cp);
-
-        if (i != 0 && !kvr_bpe_junction(bpe, prev, cp)) {
-            rc = kvr_bpe_encode_cached(bpe, piece + start, i - start, out);
-            if (rc != KVR_TOK_OK) {
-                return rc;
-            }
-
-            start = i;
-        }
-
-        prev = cp;
-    }
-
-    return kvr_bpe_encode_cached(bpe, piece + start, len - start, out);
-}
-
-
-/* the first word cut at or after from (a char boundary), or len */
+/* the first word cut after from, or len */
 static size_t
 kvr_bpe_next_cut(const kvr_tok_bpe_t *bpe, const uint8_t *piece,
     size_t len, size_t from)
@@ -1294,6 +1249,32 @@ kvr_bpe_next_cut(const kvr_tok_bpe_t *bpe, const uint8_t *piece,
     }
 
     return len;
+}
+
+
+/*
+ * The char model cuts a piece between two chars no merge can join (no
+ * junction): the symbols on either side never meet, so each part merges
+ * exactly as inside the whole piece, and the parts are mostly words that
+ * the word cache answers.
+ */
+static int
+kvr_bpe_encode_run(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
+    kvr_ids_t *out)
+{
+    int     rc;
+    size_t  start, end;
+
+    for (start = 0; start < len; start = end) {
+        end = kvr_bpe_next_cut(bpe, piece, len, start + 1);
+
+        rc = kvr_bpe_encode_cached(bpe, piece + start, end - start, out);
+        if (rc != KVR_TOK_OK) {
+            return rc;
+        }
+    }
+
+    return KVR_TOK_OK;
 }
 
 

@@ -42,9 +42,9 @@ static const char  *tiny_model =
     " \"continuing_subword_prefix\": null, \"end_of_word_suffix\": null,"
     " \"fuse_unk\": false, \"byte_fallback\": %s, \"ignore_merges\": %s,"
     " \"vocab\": {\"a\": 0, \"b\": 1, \"c\": 2, \"ab\": 3, \"bc\": 4,"
-    " \"abc\": 5, \"ca\": 6, \"\\u0120\": 7, \"\\u0120a\": 8},"
+    " \"abc\": 5, \"ca\": 6, \"\\u0120\": 7, \"\\u0120a\": 8%s},"
     " \"merges\": [[\"a\", \"b\"], \"b c\", [\"a\", \"bc\"], [\"a\", \"b\"],"
-    " [\"\\u0120\", \"a\"]]}";
+    " [\"\\u0120\", \"a\"]%s]}";
 
 
 static char  tiny_path[64];
@@ -63,6 +63,10 @@ static const char  *tiny_added_strip =
     " \"rstrip\": true}";
 
 static const char  *tiny_added;
+
+/* more vocab entries and merges of the tiny file (the merge paths test) */
+static const char  *tiny_vocab;
+static const char  *tiny_merges;
 
 
 static int
@@ -94,7 +98,8 @@ write_tiny(const char *normalizer, const char *regex, const char *fallback,
             "\"post_processor\": %s, \"decoder\": {\"type\": \"ByteLevel\"}, ",
             tiny_added ? tiny_added : tiny_added_plain, normalizer, regex,
             post);
-    fprintf(f, tiny_model, fallback, ignore);
+    fprintf(f, tiny_model, fallback, ignore, tiny_vocab ? tiny_vocab : "",
+            tiny_merges ? tiny_merges : "");
     fprintf(f, "}\n");
 
     return fclose(f) == 0 ? 0 : -1;
@@ -609,6 +614,81 @@ test_tiny(void)
 }
 
 
+/*
+ * Short pieces merge by a scan, long ones (or any piece when two vocab
+ * strings share an id) by the heap: the tiny vocab plus "zz" with a's id
+ * takes the heap always, so the two paths meet on the same words, short
+ * and long, of a, b and c ("cc" adds ties: "ccc" is cc c)
+ */
+static void
+test_merge_paths(void)
+{
+    int               same;
+    char              err[256], word[128];
+    size_t            i, k, len, n_words;
+    uint32_t          seed;
+    kvr_ids_t         scan, heap;
+    kvr_tokenizer_t  *tk, *tk_heap;
+
+    /* no added tokens: HF would number them after 10 vocab strings */
+    tiny_added = "";
+    tiny_merges = ", \"c c\"";
+    tiny_vocab = ", \"cc\": 9";
+    tk = load_tiny("null", QWEN_RE, "false", "false", "null", err,
+                   sizeof(err));
+    tiny_vocab = ", \"cc\": 9, \"zz\": 0";
+    tk_heap = load_tiny("null", QWEN_RE, "false", "false", "null", err,
+                        sizeof(err));
+    tiny_vocab = NULL;
+    tiny_merges = NULL;
+    tiny_added = NULL;
+
+    if (tk == NULL || tk_heap == NULL) {
+        tap_ok(0, "merge paths: load (%s)", err);
+        kvr_tokenizer_free(tk);
+        kvr_tokenizer_free(tk_heap);
+        return;
+    }
+
+    kvr_ids_init(&scan, 1 << 10);
+    kvr_ids_init(&heap, 1 << 10);
+
+    same = 1;
+    n_words = 0;
+    seed = 12345;
+
+    for (i = 0; i < 3000 && same; i++) {
+        /* mostly up to 48 letters (the scan's), some longer */
+        seed = seed * 1103515245 + 12345;
+        len = 1 + (seed >> 16) % (i % 8 ? 48 : sizeof(word) - 1);
+
+        for (k = 0; k < len; k++) {
+            seed = seed * 1103515245 + 12345;
+            word[k] = "abc"[(seed >> 16) % 3];
+        }
+
+        kvr_ids_reset(&scan);
+        kvr_ids_reset(&heap);
+
+        same = kvr_tokenizer_encode(tk, word, len, 0, &scan) == KVR_TOK_OK
+               && kvr_tokenizer_encode(tk_heap, word, len, 0, &heap)
+                  == KVR_TOK_OK
+               && scan.n == heap.n
+               && memcmp(scan.ids, heap.ids, scan.n * sizeof(uint32_t))
+                  == 0;
+        n_words += same;
+    }
+
+    tap_ok(same, "merge paths: the scan merges as the heap does (%zu "
+           "words)", n_words);
+
+    kvr_ids_free(&scan);
+    kvr_ids_free(&heap);
+    kvr_tokenizer_free(tk);
+    kvr_tokenizer_free(tk_heap);
+}
+
+
 static int
 cache_has(kvr_tok_cache_t *c, const char *key, uint64_t hash)
 {
@@ -1016,6 +1096,7 @@ main(void)
     test_rewrite();
     test_ascii_splitter();
     test_tiny();
+    test_merge_paths();
     test_cache_lru();
     test_cache_tiny();
     test_models();
