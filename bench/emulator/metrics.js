@@ -7,6 +7,21 @@
 // docs/engine-metrics.md lists them; the vLLM counters stay, for the
 // load generator's preemption and hit-rate figures.
 
+const { ITL_BUCKETS_S } = require('./scheduler');
+
+// a Prometheus histogram: cumulative buckets, +Inf, _sum and _count
+function histogram(lines, name, help, labels, h, sumS) {
+  lines.push(`# HELP ${name} ${help}`);
+  lines.push(`# TYPE ${name} histogram`);
+  const inner = labels.slice(1, -1);
+  ITL_BUCKETS_S.forEach((le, i) => {
+    lines.push(`${name}_bucket{${inner},le="${le.toFixed(3).replace(/0+$/, '').replace(/\.$/, '.0')}"} ${h.buckets[i]}`);
+  });
+  lines.push(`${name}_bucket{${inner},le="+Inf"} ${h.count}`);
+  lines.push(`${name}_sum${labels} ${sumS}`);
+  lines.push(`${name}_count${labels} ${h.count}`);
+}
+
 function renderMetrics(engine) {
   const model = engine.o.model.replace(/["\\\n]/g, '_');
   const label = `{model_name="${model}",engine="${engine.name}"}`;
@@ -24,6 +39,8 @@ function renderMetrics(engine) {
     gauge('sglang:num_running_reqs', 'The number of running requests.', s.running.length);
     gauge('sglang:num_queue_reqs', 'The number of requests in the waiting queue.', s.waiting.length);
     gauge('sglang:token_usage', 'The token usage.', c.usage());
+    histogram(lines, 'sglang:inter_token_latency_seconds', 'Histogram of inter-token latency in seconds.',
+      sg, s.itl, s.itl.sumMs / 1000);
   } else {
     metric('vllm:num_requests_running', 'gauge', 'Number of requests in model execution batches.',
       s.running.length);
@@ -33,6 +50,9 @@ function renderMetrics(engine) {
       c.usage());
     metric('vllm:kv_cache_usage_perc', 'gauge', 'KV-cache usage. 1 means 100 percent usage.',
       c.usage());
+    // model time, as every figure of the emulator
+    histogram(lines, 'vllm:inter_token_latency_seconds', 'Histogram of inter-token latency in seconds.',
+      label, s.itl, s.itl.sumMs / 1000);
   }
   metric('vllm:prefix_cache_queries', 'counter',
     'Prefix cache queries, in terms of number of queried tokens.', c.queries,

@@ -32,6 +32,11 @@ const { realClock } = require('./model_clock');
 // Fitted to the seed's tables (bench/fidelity/fit.js, BENCHMARKS.md §3.1),
 // at the reference node's speeds; the node model (speeds, placement,
 // sharing) is gpu.js's.
+// vLLM's buckets for vllm:inter_token_latency_seconds (v0.11-0.12,
+// vllm/v1/metrics/loggers.py), seconds, cumulative as Prometheus counts
+const ITL_BUCKETS_S = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75,
+  1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0];
+
 const DEFAULT_TIMING = {
   baseUs: 3900,             // CPU per step
   gpuStepUs: 6600,          // GPU per step (weights, launches)
@@ -59,6 +64,7 @@ class Request {
     this.onFinish = handlers.onFinish || (() => {});
     this.state = 'new';      // new, waiting, running, finished, aborted
     this.arrival = 0;
+    this.lastTokenMs = 0;    // model time of its last output token
   }
 }
 
@@ -83,6 +89,9 @@ class Scheduler {
     this.stepCount = 0;
     this.finishedCount = 0;
     this.preemptionCount = 0;
+    // vLLM's inter-token latency histogram (metrics.js): the model time
+    // between two output tokens of one request, each token after the first
+    this.itl = { sumMs: 0, count: 0, buckets: ITL_BUCKETS_S.map(() => 0) };
   }
 
   // Blocks a request needs to hold prompt and outputs at once.
@@ -286,10 +295,22 @@ class Scheduler {
       const id = this.outputTokenId(req.generated);
       req.tokens.push(id);
       req.generated++;
+      this._recordItl(req);
       const last = req.generated >= req.maxTokens;
       req.onToken(id, req.generated - 1, last);
       if (last) this._finish(req, 'length');
     }
+  }
+
+  _recordItl(req) {
+    const now = this.gpu.clock.now();
+    if (req.generated > 1) {
+      const ms = now - req.lastTokenMs;
+      this.itl.sumMs += ms;
+      this.itl.count++;
+      for (let i = 0; i < ITL_BUCKETS_S.length; i++) if (ms <= ITL_BUCKETS_S[i] * 1000) this.itl.buckets[i]++;
+    }
+    req.lastTokenMs = now;
   }
 
   _finish(req, reason) {
@@ -307,4 +328,4 @@ class Scheduler {
   }
 }
 
-module.exports = { Scheduler, Request, DEFAULT_TIMING };
+module.exports = { Scheduler, Request, DEFAULT_TIMING, ITL_BUCKETS_S };

@@ -238,6 +238,33 @@ test('/metrics: vLLM names; prefix cache counters in tokens', async () => {
   }
 });
 
+test('/metrics: the inter-token latency histogram counts each token after the first, in model time', async () => {
+  // one step of one decoding request: 1 ms CPU + 4 ms GPU at speed 1
+  const args = ['--time-scale', '1', '--base-us', '1000', '--gpu-step-us', '4000', '--decode-us-per-seq', '0'];
+  const fast = await startEmulator(args);
+  const slow = await startEmulator(args.concat(['--gpus', '0.5']));
+  try {
+    const itl = async (e) => {
+      await postJson(e.basePort, '/v1/completions', { prompt: tokens(3, 40), max_tokens: 11 });
+      const m = (await request(e.basePort, 'GET', '/metrics')).body;
+      assert.match(m, /^# TYPE vllm:inter_token_latency_seconds histogram$/m);
+      const count = metricValue(m, 'vllm:inter_token_latency_seconds_count');
+      assert.equal(count, 10, 'eleven tokens: ten gaps');
+      const inf = m.split('\n').find((l) => l.startsWith('vllm:inter_token_latency_seconds_bucket{') &&
+        l.includes('le="+Inf"'));
+      assert.equal(Number(inf.split(' ').pop()), count);
+      return metricValue(m, 'vllm:inter_token_latency_seconds_sum') / count;
+    };
+    const a = await itl(fast);
+    const b = await itl(slow);
+    assert.ok(a >= 0.005 && a < 0.010, `a step of 5 ms, late by at most a little: ${a}`);
+    assert.ok(b > 1.5 * a, `a node at half speed: about twice (${a} ${b})`);
+  } finally {
+    await fast.stop();
+    await slow.stop();
+  }
+});
+
 test('/metrics with --flavour sglang: SGLang\'s load gauges and labels, no vLLM ones', async () => {
   const e = await startEmulator(['--time-scale', '50', '--flavour', 'sglang']);
   try {
