@@ -123,7 +123,7 @@ ngx_module_t  ngx_http_kvroute_module = {
  *         [events_port=[+]N [replay_port=[+]N] [events_ranks=N|K-M]
  *          [events_topic=T] [predict=blocks] [models=name[,name...]]]
  *         [metrics=on|off [metrics_path=/metrics] [metrics_interval=500ms]
- *          [metrics_port=[+]N]]
+ *          [metrics_port=[+]N] [metrics_speed=on|off]]
  *         [block_size=16] [capacity=blocks]
  *         [policy=ttft|cost|kvroute|dynamo]
  *         [overlap_weight=1.0] [balance_abs=N] [balance_rel=R] [spread=N]
@@ -765,6 +765,7 @@ ngx_http_kvroute_create_srv_conf(ngx_conf_t *cf)
     kcf->predict = 1024;
     ngx_str_set(&kcf->metrics_path, "/metrics");
     kcf->metrics_interval = 500;
+    kcf->metrics_speed = 1;
 
     return kcf;
 }

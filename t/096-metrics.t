@@ -16,6 +16,8 @@ $ENV{TEST_NGINX_F2} = $port + 42;       # fake engine "idle"
 $ENV{TEST_NGINX_DEAD} = 43;             # +43: nothing listens there
 $ENV{TEST_NGINX_E1} = $port + 51;       # emulated engines, SGLang's names
 $ENV{TEST_NGINX_E2} = $port + 52;
+$ENV{TEST_NGINX_S1} = $port + 53;       # emulated engines: a fast node
+$ENV{TEST_NGINX_S2} = $port + 54;       # and one at a fifth of its speed
 
 # distinct prompts: no server holds any of them, the load decides
 our @Prompts = map {
@@ -63,6 +65,30 @@ if ($Emulated) {
                '--port', $ENV{TEST_NGINX_E1}, '--concurrency', 4,
                '--prompt-tokens', 64, '--max-tokens', 2000,
                '--seconds', 300);
+
+    # unequal nodes, each kept decoding one long request by a client that
+    # bypasses nginx, so their inter-token latencies are there to read
+    start_emulator(base_port => $ENV{TEST_NGINX_S1},
+                   log => 't/emulator-speed.log',
+                   args => [ '--time-scale', 1, '--gpus', '1,0.2' ]);
+
+    for my $p ($ENV{TEST_NGINX_S1}, $ENV{TEST_NGINX_S2}) {
+        start_node("t/direct-speed-$p.log", 'bench/loadgen/direct.js',
+                   '--port', $p, '--concurrency', 1,
+                   '--prompt-tokens', 64, '--max-tokens', 4000,
+                   '--seconds', 300);
+    }
+}
+
+sub speed_upstream {
+    my ($params) = @_;
+    return <<"_EOC_";
+upstream llm {
+    kvroute metrics=on metrics_interval=100ms $params;
+    server 127.0.0.1:\$TEST_NGINX_S1;
+    server 127.0.0.1:\$TEST_NGINX_S2;
+}
+_EOC_
 }
 
 our $EmulatedConfig = <<'_EOC_';
@@ -131,7 +157,7 @@ Content-Type: application/json
 [ "GET /wait", "GET /kvroute_status" ]
 --- response_body_like eval
 [ qr/ok/,
-  qr/kvroute_engine_running_requests\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX_F1}"\} 50\nkvroute_engine_waiting_requests\{[^}]*\} 0\nkvroute_engine_kv_usage_permille\{[^}]*\} 500\nkvroute_engine_scrapes_total\{[^}]*\} [1-9]\d*\nkvroute_engine_scrape_failures_total\{[^}]*\} 0\nkvroute_engine_scrape_age_milliseconds\{[^}]*\} \d+\nkvroute_load_source\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX_F1}",source="metrics",reason="ok"\} 1\n/ ]
+  qr/kvroute_engine_running_requests\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX_F1}"\} 50\nkvroute_engine_waiting_requests\{[^}]*\} 0\nkvroute_engine_kv_usage_permille\{[^}]*\} 500\nkvroute_engine_scrapes_total\{[^}]*\} [1-9]\d*\nkvroute_engine_scrape_failures_total\{[^}]*\} 0\nkvroute_engine_scrape_age_milliseconds\{[^}]*\} \d+\nkvroute_engine_inter_token_latency_microseconds\{[^}]*\} 0\nkvroute_load_source\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX_F1}",source="metrics",reason="ok"\} 1\n/ ]
 --- no_error_log
 [error]
 
@@ -255,3 +281,40 @@ Content-Type: application/json
 --- no_error_log
 [error]
 [warn]
+
+
+
+=== TEST 12: an engine on a node 5 times slower (its inter-token latency) is not given new prefixes
+--- skip_eval: 1: !$::Emulated
+--- main_config eval: $::MainConfig
+--- http_config eval: ::speed_upstream("")
+--- config eval: $::Config
+--- more_headers
+Content-Type: application/json
+--- request eval: [ "GET /wait", @::Requests ]
+--- response_body_like eval
+[ qr/ok/, qr/ok/, (qr/"engine_id":"engine-0"/) x 6,
+  qr/kvroute_indexed_blocks\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX_S2}"\} 0\n(?s:.*)kvroute_engine_inter_token_latency_microseconds\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX_S2}"\} [1-9]\d{4,}\n/ ]
+--- no_error_log
+[error]
+[warn]
+
+
+
+=== TEST 13: metrics_speed=off: the same prompts are spread over both
+--- skip_eval: 1: !$::Emulated
+--- main_config eval: $::MainConfig
+--- http_config eval: ::speed_upstream("metrics_speed=off")
+--- config eval: $::Config
+--- more_headers
+Content-Type: application/json
+--- request eval: [ "GET /wait", @::Requests ]
+--- response_body_like eval
+[ qr/ok/, qr/ok/, qr/"engine_id":"engine-[01]"/, qr/"engine_id":"engine-[01]"/,
+  qr/"engine_id":"engine-[01]"/, qr/"engine_id":"engine-[01]"/,
+  qr/"engine_id":"engine-[01]"/, qr/"engine_id":"engine-[01]"/,
+  qr/^(?=(?s:.*)kvroute_indexed_blocks\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX_S2}"\} [1-9])/ ]
+--- no_error_log
+[error]
+[warn]
+

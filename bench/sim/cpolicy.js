@@ -14,7 +14,7 @@ const WASM = process.env.KVR_POLICY_WASM
 
 const POLICY = { kvroute: 0, dynamo: 1, cost: 2, ttft: 3 };
 const HEAD = 19;
-const CAND = 12;
+const CAND = 13;
 const MAX = 64;
 
 let exportsOf = null;
@@ -40,7 +40,7 @@ function pickFlat(flat, n) {
 // spread, corun, evict, ttftDecode, ttftEvict, ttftWait}; demand: {blocks,
 // tokens, firstBlock: [hi, lo], share, random: [hi, lo], outBlocks};
 // cands: [{overlap, inflight, inflightTokens, inflightPrefill, id: [hi,
-// lo], weight, cachedBlocks, capacity, prefixes, pinned, pinnedOwn}]
+// lo], weight, cachedBlocks, capacity, prefixes, pinned, pinnedOwn, speed}]
 function flatten(conf, demand, cands) {
   const f = new Float64Array(HEAD + cands.length * CAND);
   f.set([POLICY[conf.policy], conf.blockSize || 16, conf.overlapWeight ?? 1, conf.balanceAbs ?? 4,
@@ -53,7 +53,7 @@ function flatten(conf, demand, cands) {
   cands.forEach((c, i) => {
     f.set([c.overlap, c.inflight, c.inflightTokens || 0, c.inflightPrefill || 0, c.id[0], c.id[1],
       c.weight || 1, c.cachedBlocks || 0, c.capacity || 0, c.prefixes || 0, c.pinned || 0,
-      c.pinnedOwn || 0], HEAD + i * CAND);
+      c.pinnedOwn || 0, c.speed || 1], HEAD + i * CAND);
   });
   return f;
 }
@@ -66,14 +66,53 @@ function recorder() {
   return (flat, n, pick) => fs.appendFileSync(file, `${n} ${Array.from(flat).join(' ')} ${pick}\n`);
 }
 
-// policy=ttft on the simulator's view
-const ttftC = (decode = 1200, evict = 2, wait = 40000) => (view, q) => {
+// The engines' step speeds as a frontend learns them from their /metrics
+// (vllm:inter_token_latency_seconds' _sum and _count), scraped every
+// intervalMs of model time: src/route/kvr_engine_load.c's
+// kvr_engine_load_itl() and kvr_engine_load_speeds(), restated on the
+// simulator's engines. Returns each engine's speed against the fastest.
+const ITL_MIN_TOKENS = 8;
+function itlSpeeds(view, intervalMs) {
+  const clock = require('./clock');
+  if (!view.itlState) {
+    view.itlState = { at: -Infinity, per: view.engines.map(() => ({ sumUs: 0, count: 0, itlUs: 0 })) };
+  }
+  const st = view.itlState;
+  if (clock.now() - st.at >= intervalMs) {
+    st.at = clock.now();
+    view.engines.forEach((e, i) => itlUpdate(st.per[i], Math.floor(e.sched.itl.sumMs * 1000), e.sched.itl.count));
+  }
+  let fastest = 0;
+  for (const p of st.per) if (p.itlUs > 0 && (fastest === 0 || p.itlUs < fastest)) fastest = p.itlUs;
+  return st.per.map((p) => (p.itlUs > 0 ? Math.max(0.05, fastest / p.itlUs) : 1));
+}
+
+// one scrape's cumulative sum (µs) and count into the smoothed mean
+function itlUpdate(p, sumUs, count) {
+  // the first figures, or the engine restarted: only the base
+  if (count < p.count || sumUs < p.sumUs || (p.count === 0 && p.itlUs === 0)) {
+    p.sumUs = sumUs;
+    p.count = count;
+    return;
+  }
+  const dc = count - p.count;
+  if (dc < ITL_MIN_TOKENS) return;            // too few tokens: wait
+  const mean = Math.min(1e9, (sumUs - p.sumUs) / dc);
+  p.itlUs = Math.max(1, Math.floor((p.itlUs ? (p.itlUs + mean) / 2 : mean) + 0.5));
+  p.sumUs = sumUs;
+  p.count = count;
+}
+
+// policy=ttft on the simulator's view; speedMs > 0: the engines' speeds
+// learned from their inter-token latency scraped every speedMs
+const ttftC = (decode = 1200, evict = 2, wait = 40000, speedMs = 0) => (view, q) => {
   const record = ttftC.record === undefined ? (ttftC.record = recorder()) : ttftC.record;
   const es = view.engines;
   const bs = view.blockSize;
   const out = Math.ceil(view.maxTokens / bs);
   const overlaps = es.map((e) => view.overlap(e, q));
   const longest = Math.max(...overlaps);
+  const speeds = speedMs > 0 ? itlSpeeds(view, speedMs) : null;
   const cands = es.map((e) => {
     let own = 0;
     for (const k of q.blockKeys) if (e.dyn.activeBlocks.has(k)) own++;
@@ -84,6 +123,7 @@ const ttftC = (decode = 1200, evict = 2, wait = 40000) => (view, q) => {
       // the module counts prefixes only where the prompt's longest is not
       prefixes: longest && overlaps[e.index] === longest ? 0 : view.held(e),
       pinned: e.dyn.activeBlocks.size + e.inflight * out, pinnedOwn: own,
+      speed: speeds ? speeds[e.index] : 1,
     };
   });
   const demand = { blocks: q.blockKeys.length, tokens: q.ids.length, outBlocks: out,
@@ -95,4 +135,4 @@ const ttftC = (decode = 1200, evict = 2, wait = 40000) => (view, q) => {
   return pick;
 };
 
-module.exports = { pickFlat, flatten, ttftC, POLICY, HEAD, CAND, MAX };
+module.exports = { pickFlat, flatten, ttftC, itlUpdate, POLICY, HEAD, CAND, MAX };

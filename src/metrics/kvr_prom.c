@@ -39,6 +39,18 @@ static const kvr_prom_name_t  kvr_prom_names[] = {
     kvr_prom_name("sglang:num_queue_reqs", KVR_PROM_WAITING,
                   KVR_PROM_SGLANG),
     kvr_prom_name("sglang:token_usage", KVR_PROM_USAGE, KVR_PROM_SGLANG),
+    kvr_prom_name("vllm:inter_token_latency_seconds_sum", KVR_PROM_ITL_SUM,
+                  KVR_PROM_VLLM),
+    kvr_prom_name("vllm:inter_token_latency_seconds_count",
+                  KVR_PROM_ITL_COUNT, KVR_PROM_VLLM),
+    kvr_prom_name("vllm:time_per_output_token_seconds_sum",
+                  KVR_PROM_TPOT_SUM, KVR_PROM_VLLM),
+    kvr_prom_name("vllm:time_per_output_token_seconds_count",
+                  KVR_PROM_TPOT_COUNT, KVR_PROM_VLLM),
+    kvr_prom_name("sglang:inter_token_latency_seconds_sum",
+                  KVR_PROM_ITL_SUM, KVR_PROM_SGLANG),
+    kvr_prom_name("sglang:inter_token_latency_seconds_count",
+                  KVR_PROM_ITL_COUNT, KVR_PROM_SGLANG),
     { NULL, 0, 0, 0 }
 };
 
@@ -104,7 +116,7 @@ kvr_prom_feed(const char *buf, size_t len, kvr_prom_load_t *out)
 int
 kvr_prom_done(kvr_prom_load_t *out)
 {
-    uint32_t  f;
+    uint32_t  f, p;
 
     f = (out->family_found[KVR_PROM_VLLM] & (KVR_PROM_RUNNING
                                              | KVR_PROM_WAITING))
@@ -113,7 +125,26 @@ kvr_prom_done(kvr_prom_load_t *out)
     out->running = out->family_running[f];
     out->waiting = out->family_waiting[f];
     out->usage = out->family_usage[f];
-    out->found = out->family_found[f];
+    out->found = out->family_found[f] & (KVR_PROM_RUNNING | KVR_PROM_WAITING
+                                         | KVR_PROM_USAGE);
+
+    /*
+     * vLLM wrote the same histogram under its older name beside the new
+     * one for a while: the new one when whole, else the older
+     */
+
+    p = out->family_found[f];
+
+    if ((p & KVR_PROM_ITL_SUM) && (p & KVR_PROM_ITL_COUNT)) {
+        out->itl_sum = out->family_itl[f][0];
+        out->itl_count = out->family_itl[f][1];
+        out->found |= KVR_PROM_ITL;
+
+    } else if ((p & KVR_PROM_TPOT_SUM) && (p & KVR_PROM_TPOT_COUNT)) {
+        out->itl_sum = out->family_itl[f][2];
+        out->itl_count = out->family_itl[f][3];
+        out->found |= KVR_PROM_ITL;
+    }
 
     return (out->found & (KVR_PROM_RUNNING | KVR_PROM_WAITING)) ? 0 : -1;
 }
@@ -364,6 +395,7 @@ static void
 kvr_prom_take(kvr_prom_load_t *out, const kvr_prom_name_t *name, double v,
     int mirror)
 {
+    int        i;
     uint32_t   n, *sum, *found;
 
     /* NaN, infinities and negatives say nothing about the load */
@@ -387,6 +419,30 @@ kvr_prom_take(kvr_prom_load_t *out, const kvr_prom_name_t *name, double v,
     }
 
     if (mirror) {
+        return;
+    }
+
+    switch (name->what) {
+    case KVR_PROM_ITL_SUM:
+        i = 0;
+        break;
+    case KVR_PROM_ITL_COUNT:
+        i = 1;
+        break;
+    case KVR_PROM_TPOT_SUM:
+        i = 2;
+        break;
+    case KVR_PROM_TPOT_COUNT:
+        i = 3;
+        break;
+    default:
+        i = -1;
+    }
+
+    if (i >= 0) {
+        /* series of DP engines add up: their sum over their count */
+        out->family_itl[name->family][i] += v;
+        *found |= name->what;
         return;
     }
 

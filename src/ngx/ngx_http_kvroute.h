@@ -237,6 +237,7 @@ typedef struct {
     ngx_uint_t                       metrics;
     ngx_str_t                        metrics_path;
     ngx_msec_t                       metrics_interval;
+    ngx_uint_t                       metrics_speed;  /* weigh by ITL */
     ngx_http_kvroute_port_t          metrics_port;  /* 0: the server's */
 
     /* not configuration: this process's, set once in init_process */

@@ -707,6 +707,7 @@ ngx_http_kvroute_loads(ngx_http_kvroute_srv_conf_t *kcf, kvr_index_t *index,
         cand->inflight = requests;
         cand->inflight_tokens = tokens;
         cand->inflight_prefill = prefill;
+        cand->speed = 1;
     }
 }
 

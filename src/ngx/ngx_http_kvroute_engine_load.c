@@ -80,19 +80,33 @@ void
 ngx_http_kvroute_engine_loads(ngx_http_kvroute_srv_conf_t *kcf, int *slots,
     ngx_uint_t n, kvr_candidate_t *cand, uint32_t tokens)
 {
-    ngx_uint_t  i;
+    ngx_uint_t          i;
+    kvr_engine_load_t  *el;
+    uint32_t            itl_us[NGX_HTTP_KVROUTE_MAX_PEERS];
 
     if (!kcf->metrics) {
         return;
     }
 
     for (i = 0; i < n; i++) {
+        itl_us[i] = 0;
+
         if (ngx_http_kvroute_engine_state(kcf, slots[i])
-            == NGX_HTTP_KVROUTE_SCRAPE_OK)
+            != NGX_HTTP_KVROUTE_SCRAPE_OK)
         {
-            kvr_engine_load_apply(&cand[i],
-                                  &kcf->zone->sh->engines[slots[i]].load,
-                                  tokens);
+            continue;
         }
+
+        el = &kcf->zone->sh->engines[slots[i]].load;
+
+        kvr_engine_load_apply(&cand[i], el, tokens);
+
+        itl_us[i] = el->itl_us;
+    }
+
+    /* speeds only where fresh figures say so: the others as the fastest */
+
+    if (kcf->metrics_speed) {
+        kvr_engine_load_speeds(cand, itl_us, n);
     }
 }

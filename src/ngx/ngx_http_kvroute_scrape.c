@@ -584,6 +584,10 @@ ngx_http_kvroute_scrape_end(ngx_http_kvroute_scrape_t *t, ngx_uint_t failure,
         e->load.own_requests = t->own.own_requests;
         e->load.own_pinned = t->own.own_pinned;
 
+        if (t->prom.found & KVR_PROM_ITL) {
+            kvr_engine_load_itl(&e->load, t->prom.itl_sum, t->prom.itl_count);
+        }
+
     } else {
         e->failures++;
     }

@@ -58,6 +58,7 @@ static ngx_str_t  ngx_http_kvroute_engine_metrics[] = {
     ngx_string("kvroute_engine_scrapes_total"),
     ngx_string("kvroute_engine_scrape_failures_total"),
     ngx_string("kvroute_engine_scrape_age_milliseconds"),
+    ngx_string("kvroute_engine_inter_token_latency_microseconds"),
     ngx_null_string
 };
 
@@ -444,6 +445,7 @@ ngx_http_kvroute_status_engine(u_char *p, u_char *last,
     values[3] = e.scrapes;
     values[4] = e.failures;
     values[5] = (e.ok_msec && age > 0) ? (uint64_t) age : 0;
+    values[6] = e.load.itl_us;              /* 0: not known yet */
 
     p = ngx_http_kvroute_status_lines(p, last,
                                       ngx_http_kvroute_engine_metrics,

@@ -13,6 +13,10 @@
  * size when it has none), and the waiting share of them as not prefilled
  * yet.  Its KV usage is the blocks its running requests hold, which is
  * what policy=ttft's pinned blocks estimate.
+ *
+ * Its inter-token latency says how fast its steps are: engines on unequal
+ * GPUs (or sharing one) take unequal time for the same work, and the
+ * policy weighs work ahead in time at each engine's speed.
  */
 
 #include "kvr_engine_load.h"
@@ -54,5 +58,83 @@ kvr_engine_load_apply(kvr_candidate_t *cand, const kvr_engine_load_t *el,
 
     if (used + since > cand->pinned) {
         cand->pinned = used + since;
+    }
+}
+
+
+void
+kvr_engine_load_itl(kvr_engine_load_t *el, double sum_s, double count)
+{
+    double    us, mean;
+    uint64_t  sum_us, n;
+
+    if (!(sum_s >= 0) || !(count >= 0) || sum_s > 1e12 || count > 1e15) {
+        return;
+    }
+
+    us = sum_s * 1e6;
+    sum_us = (uint64_t) us;
+    n = (uint64_t) count;
+
+    /*
+     * the first figures only set the base: what the engine did before
+     * this frontend looked says little of its speed now
+     */
+
+    if (n < el->itl_count || sum_us < el->itl_sum_us
+        || (el->itl_count == 0 && el->itl_us == 0))
+    {
+        el->itl_sum_us = sum_us;
+        el->itl_count = n;
+        return;
+    }
+
+    if (n - el->itl_count < KVR_ENGINE_ITL_MIN_TOKENS) {
+        return;
+    }
+
+    mean = (double) (sum_us - el->itl_sum_us) / (double) (n - el->itl_count);
+
+    if (mean > 1e9) {
+        mean = 1e9;
+    }
+
+    el->itl_us = el->itl_us ? (uint32_t) ((el->itl_us + mean) / 2 + 0.5)
+                            : (uint32_t) (mean + 0.5);
+
+    if (el->itl_us == 0) {
+        el->itl_us = 1;
+    }
+
+    el->itl_sum_us = sum_us;
+    el->itl_count = n;
+}
+
+
+void
+kvr_engine_load_speeds(kvr_candidate_t *cand, const uint32_t *itl_us,
+    size_t n)
+{
+    size_t    i;
+    uint32_t  fastest;
+    double    speed;
+
+    fastest = 0;
+
+    for (i = 0; i < n; i++) {
+        if (itl_us[i] && (fastest == 0 || itl_us[i] < fastest)) {
+            fastest = itl_us[i];
+        }
+    }
+
+    for (i = 0; i < n; i++) {
+        if (itl_us[i] == 0) {
+            cand[i].speed = 1;
+            continue;
+        }
+
+        speed = (double) fastest / itl_us[i];
+        cand[i].speed = speed < KVR_ENGINE_SPEED_MIN ? KVR_ENGINE_SPEED_MIN
+                                                    : speed;
     }
 }

@@ -653,16 +653,19 @@ kvr_policy_ttft_cost(const kvr_policy_conf_t *conf,
     const kvr_candidate_t *cand, const kvr_demand_t *demand,
     uint32_t max_overlap)
 {
-    double    bs, cached, uncached, cost;
+    double    bs, cached, uncached, cost, speed;
     uint64_t  fresh;
 
     bs = conf->block_size ? conf->block_size : 16;
     cached = cand->overlap * bs;
     uncached = cached < demand->tokens ? demand->tokens - cached : 0;
 
+    /* work ahead of the first token, in time at the engine's speed */
+    speed = cand->speed > 0 ? cand->speed : 1;
+
     cost = ((double) cand->inflight_prefill + uncached
             + conf->ttft_decode * cand->inflight)
-           / (cand->weight ? cand->weight : 1);
+           / ((cand->weight ? cand->weight : 1) * speed);
 
     if ((max_overlap == 0 || cand->overlap < max_overlap)
         && kvr_policy_no_room(cand, demand))

@@ -75,6 +75,10 @@ typedef struct {
                                        pin, distinct, and their output */
     uint32_t       pinned_own;      /* ttft: of this prompt's blocks, how
                                        many are among those */
+    double         speed;           /* ttft: its engine's step speed
+                                       against the fastest's (1), from
+                                       the engines' inter-token latency;
+                                       0 or 1: unknown, as fast */
 } kvr_candidate_t;
 
 

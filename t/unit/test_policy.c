@@ -314,6 +314,21 @@ test_ttft(kvr_demand_t *d)
     pick = kvr_policy_pick(&conf_ttft, c, 2, d, &why);
     tap_is(pick, 0, "ttft: ... unless its requests in flight weigh more");
 
+    /* the same work takes longer on a slower engine */
+    c[1].inflight = 3;                          /* 5,200 at speed 1 */
+    c[1].speed = 0.5;                           /* 10,400 in time */
+    pick = kvr_policy_pick(&conf_ttft, c, 2, d, &why);
+    tap_is(pick, 0, "ttft: work ahead in time at the engine's speed");
+
+    c[0].speed = 0.25;                          /* 7,800 / 0.25 */
+    pick = kvr_policy_pick(&conf_ttft, c, 2, d, &why);
+    tap_is(pick, 1, "ttft: ... both engines' speeds");
+
+    c[0].speed = 0;
+    c[1].speed = 0;
+    pick = kvr_policy_pick(&conf_ttft, c, 2, d, &why);
+    tap_is(pick, 1, "ttft: speed 0 is unknown: as fast");
+
     /* a cached prefix against an idle server */
     reset(c, 2);
     c[0].overlap = 100;

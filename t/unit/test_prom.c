@@ -276,10 +276,64 @@ test_http(void)
 }
 
 
+/* the inter-token latency histogram: its _sum and _count, summed */
+
+static void
+test_itl(void)
+{
+    kvr_prom_load_t  l;
+
+    const char *both =
+        "vllm:num_requests_running{model_name=\"m\",engine=\"0\"} 1\n"
+        "vllm:time_per_output_token_seconds_sum{engine=\"0\"} 99.0\n"
+        "vllm:time_per_output_token_seconds_count{engine=\"0\"} 99.0\n"
+        "vllm:inter_token_latency_seconds_bucket{engine=\"0\",le=\"0.01\"} 3\n"
+        "vllm:inter_token_latency_seconds_sum{engine=\"0\"} 1.5\n"
+        "vllm:inter_token_latency_seconds_count{engine=\"0\"} 100\n"
+        "vllm:inter_token_latency_seconds_sum{engine=\"1\"} 0.5\n"
+        "vllm:inter_token_latency_seconds_count{engine=\"1\"} 50\n";
+
+    const char *old =
+        "vllm:num_requests_running{model_name=\"m\"} 1\n"
+        "vllm:time_per_output_token_seconds_sum{model_name=\"m\"} 2.5\n"
+        "vllm:time_per_output_token_seconds_count{model_name=\"m\"} 125\n";
+
+    const char *half =
+        "vllm:num_requests_running{model_name=\"m\"} 1\n"
+        "vllm:inter_token_latency_seconds_sum{model_name=\"m\"} 2.5\n";
+
+    const char *sglang =
+        "sglang:num_running_reqs{tp_rank=\"0\"} 2\n"
+        "sglang:inter_token_latency_seconds_sum{tp_rank=\"0\"} 4.0\n"
+        "sglang:inter_token_latency_seconds_count{tp_rank=\"0\"} 200\n"
+        "sglang:inter_token_latency_seconds_sum{tp_rank=\"1\"} 4.0\n"
+        "sglang:inter_token_latency_seconds_count{tp_rank=\"1\"} 200\n";
+
+    tap_is(parse(both, &l), 0, "itl: found");
+    tap_ok(l.found & KVR_PROM_ITL, "itl: found bit");
+    tap_ok(l.itl_sum == 2.0 && l.itl_count == 150,
+           "itl: DP engines summed; the new name over the old");
+    tap_is(l.found & ~(KVR_PROM_RUNNING | KVR_PROM_ITL), 0,
+           "itl: only the public bits in found");
+
+    (void) parse(old, &l);
+    tap_ok((l.found & KVR_PROM_ITL) && l.itl_sum == 2.5
+           && l.itl_count == 125, "itl: vLLM's older name alone is taken");
+
+    (void) parse(half, &l);
+    tap_ok(!(l.found & KVR_PROM_ITL), "itl: a sum without its count is not");
+
+    (void) parse(sglang, &l);
+    tap_ok((l.found & KVR_PROM_ITL) && l.itl_sum == 4.0
+           && l.itl_count == 200, "itl: sglang's, ranks > 0 mirror rank 0");
+}
+
+
 int
 main(void)
 {
     test_vllm();
+    test_itl();
     test_sglang();
     test_both();
     test_robust();

@@ -13,7 +13,7 @@
  *   in[19 ..]     KVR_FLAT_CAND values a candidate: overlap, inflight,
  *                 inflight_tokens, inflight_prefill, id_hash (hi, lo),
  *                 weight, cached_blocks, capacity, prefixes, pinned,
- *                 pinned_own
+ *                 pinned_own, speed
  */
 
 
@@ -95,6 +95,7 @@ kvr_flat_pick(const double *in, uint32_t n)
         cand[i].prefixes = (uint32_t) c[9];
         cand[i].pinned = (uint64_t) c[10];
         cand[i].pinned_own = (uint32_t) c[11];
+        cand[i].speed = c[12];
     }
 
     pick = kvr_policy_pick(&conf, cand, n, &d, &why);

@@ -12,7 +12,7 @@
 
 
 #define KVR_FLAT_HEAD      19
-#define KVR_FLAT_CAND      12
+#define KVR_FLAT_CAND      13
 #define KVR_FLAT_MAX       64
 #define KVR_FLAT_SIZE(n)   (KVR_FLAT_HEAD + (n) * KVR_FLAT_CAND)
 
