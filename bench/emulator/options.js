@@ -11,13 +11,13 @@ const { DEFAULT_TIMING } = require('./scheduler');
 // decode (weights, KV). A laptop with an 8 GB GPU is slower at the second
 // far more than at the first (fitted, bench/fidelity/fit.js; BENCHMARKS.md
 // §3.1).
-const GPU_CLASSES = { '24g': { compute: 1, step: 1 }, '8g': { compute: 0.98, step: 0.55 } };
+const GPU_CLASSES = { '24g': { compute: 1, step: 1 }, '8g': { compute: 1, step: 0.299 } };
 // how much engines on one GPU slow each other (gpu.js; fitted)
-const GPU_SHARE = 0.86;
+const GPU_SHARE = 0.904;
 // the serving frontend's time per request before the engine's scheduler
 // sees it: vLLM's API server (HTTP, tokenizing), or Dynamo's frontend in
 // its place (fitted)
-const FRONTEND_US = 6100;
+const FRONTEND_US = 8530;
 
 // a GPU as Gpu's options: a number is one speed for all its work; an
 // object gives compute (prefill) and step (a step's fixed work) apart

@@ -38,10 +38,10 @@ const ITL_BUCKETS_S = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 
   1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0];
 
 const DEFAULT_TIMING = {
-  baseUs: 3900,             // CPU per step
-  gpuStepUs: 6600,          // GPU per step (weights, launches)
-  prefillUsPerToken: 17,    // GPU per uncached prompt token
-  decodeUsPerSeq: 1800,     // GPU per decoding request
+  baseUs: 1450,             // CPU per step
+  gpuStepUs: 4975,          // GPU per step (weights, launches)
+  prefillUsPerToken: 20.1,  // GPU per uncached prompt token
+  decodeUsPerSeq: 3.3,      // GPU per decoding request (its KV reads)
   maxBatchedTokens: 2048,   // vLLM's default for `vllm serve` on GPUs < 70 GiB
   maxNumSeqs: 256,
   timeScale: 1,

@@ -2,7 +2,7 @@
 // The fitted parameter that is the workload's, not the engine's
 // (fit.js, BENCHMARKS.md §3): the seed's output length, which it does not
 // state. kvbench sends it as max_tokens by default.
-const DEFAULT_MAX_TOKENS = 22;
+const DEFAULT_MAX_TOKENS = 29;
 
 // How the seed's baseline reached its engines. kube-proxy picks an engine
 // per connection; whether that is a pick per request depends on the
