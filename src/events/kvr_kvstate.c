@@ -23,7 +23,17 @@ typedef struct {
 
 
 static void kvr_kvstate_drop(void *data, uint64_t engine, uint64_t key);
-static int kvr_kvstate_gpu(const kvr_event_t *ev);
+static int kvr_kvstate_medium_is(const uint8_t *m, size_t len,
+    const char *name);
+static kvr_kvtier_t *kvr_kvstate_tier_open(kvr_kvstate_t *st,
+    kvr_index_t *ix, kvr_tier_e tier);
+static void kvr_kvstate_tier_apply(kvr_kvstate_t *st, kvr_index_t *ix,
+    kvr_tier_e tier, const kvr_event_t *ev);
+static void kvr_kvstate_tier_hashes(kvr_kvstate_t *st, kvr_index_t *ix,
+    kvr_kvtier_t *t, const kvr_event_t *ev);
+static void kvr_kvstate_tier_removed(kvr_kvstate_t *st, kvr_index_t *ix,
+    kvr_kvtier_t *t, const kvr_event_t *ev);
+static void kvr_kvstate_tiers_reset(kvr_kvstate_t *st, kvr_index_t *ix);
 static int kvr_kvstate_main(kvr_kvstate_t *st, const kvr_event_t *ev);
 static void kvr_kvstate_cleared(kvr_kvstate_t *st, kvr_index_t *ix);
 static void kvr_kvstate_unpredict(kvr_kvstate_t *st, kvr_index_t *ix,
@@ -31,10 +41,10 @@ static void kvr_kvstate_unpredict(kvr_kvstate_t *st, kvr_index_t *ix,
 static void kvr_kvstate_removed(kvr_kvstate_t *st, kvr_index_t *ix,
     const kvr_event_t *ev);
 static void kvr_kvstate_stored(kvr_kvstate_t *st, kvr_index_t *ix,
-    const kvr_event_t *ev);
+    kvr_kvtier_t *t, const kvr_event_t *ev);
 static uint64_t kvr_kvstate_seed(const kvr_event_t *ev);
 static void kvr_kvstate_store(kvr_kvstate_t *st, kvr_index_t *ix,
-    const kvr_event_t *ev, uint64_t parent, uint64_t seed);
+    kvr_kvtier_t *t, const kvr_event_t *ev, uint64_t parent, uint64_t seed);
 static int kvr_kvstate_handler(void *data, const kvr_event_batch_t *batch,
     const kvr_event_t *ev);
 
@@ -43,6 +53,8 @@ int
 kvr_kvstate_init(kvr_kvstate_t *st, int slot, uint32_t block_size,
     size_t max_handles)
 {
+    size_t  i;
+
     memset(st, 0, sizeof(kvr_kvstate_t));
 
     st->handles = kvr_emap_create(max_handles);
@@ -53,6 +65,11 @@ kvr_kvstate_init(kvr_kvstate_t *st, int slot, uint32_t block_size,
     st->slot = slot;
     st->pred_slot = -1;
     st->block_size = block_size;
+    st->max_handles = max_handles;
+
+    for (i = 0; i < KVR_KVSTATE_TIERS; i++) {
+        st->tiers[i].slot = -1;
+    }
 
     return 0;
 }
@@ -61,8 +78,17 @@ kvr_kvstate_init(kvr_kvstate_t *st, int slot, uint32_t block_size,
 void
 kvr_kvstate_free(kvr_kvstate_t *st)
 {
+    size_t  i;
+
     kvr_emap_destroy(st->handles);
     st->handles = NULL;
+
+    for (i = 0; i < KVR_KVSTATE_TIERS; i++) {
+        if (st->tiers[i].handles != NULL) {
+            kvr_emap_destroy(st->tiers[i].handles);
+            st->tiers[i].handles = NULL;
+        }
+    }
 }
 
 
@@ -190,7 +216,38 @@ kvr_kvstate_reset(kvr_kvstate_t *st, kvr_index_t *ix)
     }
 
     kvr_emap_clear(st->handles);
+    kvr_kvstate_tiers_reset(st, ix);
     st->have_seq = 0;
+}
+
+
+static void
+kvr_kvstate_tiers_reset(kvr_kvstate_t *st, kvr_index_t *ix)
+{
+    size_t               i;
+    kvr_kvtier_t        *t;
+    kvr_kvstate_drop_t   drop;
+
+    for (i = 0; i < KVR_KVSTATE_TIERS; i++) {
+        t = &st->tiers[i];
+
+        if (t->handles == NULL) {
+            continue;
+        }
+
+        if (t->slot >= 0) {
+            if (st->shared) {
+                drop.ix = ix;
+                drop.slot = t->slot;
+                kvr_emap_each(t->handles, kvr_kvstate_drop, &drop);
+
+            } else {
+                kvr_index_clear_slot(ix, t->slot);
+            }
+        }
+
+        kvr_emap_clear(t->handles);
+    }
 }
 
 
@@ -210,12 +267,24 @@ kvr_kvstate_drop(void *data, uint64_t engine, uint64_t key)
 void
 kvr_kvstate_apply(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev)
 {
+    kvr_tier_e  tier;
+
     if (ev->type != KVR_EVENT_ALL_BLOCKS_CLEARED) {
 
-        /* the GPU tier's full-attention group is the routing index */
+        /*
+         * the GPU tier's full-attention group is the routing index; the
+         * offload tiers' events go to their own slots, never to it
+         */
 
-        if (!kvr_kvstate_gpu(ev)) {
+        tier = kvr_kvstate_tier(ev->medium, ev->medium_len);
+
+        if (tier != KVR_TIER_GPU) {
             st->stats.offloaded += ev->n_hashes;
+
+            if (tier != KVR_TIER_OTHER && kvr_kvstate_main(st, ev)) {
+                kvr_kvstate_tier_apply(st, ix, tier, ev);
+            }
+
             return;
         }
 
@@ -236,7 +305,7 @@ kvr_kvstate_apply(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev)
         return;
 
     case KVR_EVENT_BLOCK_STORED:
-        kvr_kvstate_stored(st, ix, ev);
+        kvr_kvstate_stored(st, ix, NULL, ev);
         return;
 
     default:
@@ -297,9 +366,13 @@ kvr_kvstate_unpredict(kvr_kvstate_t *st, kvr_index_t *ix, uint64_t key)
 }
 
 
-/* a BlockStored whose blocks kvroute can key as requests are keyed */
+/*
+ * A BlockStored whose blocks kvroute can key as requests are keyed, into
+ * the GPU tier (t NULL) or an offload tier
+ */
 static void
-kvr_kvstate_stored(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev)
+kvr_kvstate_stored(kvr_kvstate_t *st, kvr_index_t *ix, kvr_kvtier_t *t,
+    const kvr_event_t *ev)
 {
     int       found;
     uint64_t  parent;
@@ -330,9 +403,19 @@ kvr_kvstate_stored(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev)
     }
 
     parent = 0;
+    found = 0;
 
     if (ev->has_parent) {
-        parent = kvr_emap_get(st->handles, ev->parent, &found);
+
+        /* a tier's chain may go on from a block the tier or the GPU holds */
+
+        if (t != NULL) {
+            parent = kvr_emap_get(t->handles, ev->parent, &found);
+        }
+
+        if (!found) {
+            parent = kvr_emap_get(st->handles, ev->parent, &found);
+        }
 
         if (!found) {
             /* its chain is unknown: its keys cannot be computed */
@@ -341,7 +424,7 @@ kvr_kvstate_stored(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev)
         }
     }
 
-    kvr_kvstate_store(st, ix, ev, parent, kvr_kvstate_seed(ev));
+    kvr_kvstate_store(st, ix, t, ev, parent, kvr_kvstate_seed(ev));
 }
 
 
@@ -364,14 +447,22 @@ kvr_kvstate_seed(const kvr_event_t *ev)
 }
 
 
-/* the blocks' keys, chained from parent, mapped and added to the index */
+/*
+ * the blocks' keys, chained from parent, mapped and added to the index:
+ * the GPU tier's slot (t NULL) or the offload tier's
+ */
 static void
-kvr_kvstate_store(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev,
-    uint64_t parent, uint64_t seed)
+kvr_kvstate_store(kvr_kvstate_t *st, kvr_index_t *ix, kvr_kvtier_t *t,
+    const kvr_event_t *ev, uint64_t parent, uint64_t seed)
 {
-    size_t    j, n, done;
-    uint32_t  put;
-    uint64_t  keys[KVR_KVSTATE_CHUNK];
+    int          slot;
+    size_t       j, n, done;
+    uint32_t     put;
+    uint64_t     keys[KVR_KVSTATE_CHUNK];
+    kvr_emap_t  *handles;
+
+    handles = (t != NULL) ? t->handles : st->handles;
+    slot = (t != NULL) ? t->slot : st->slot;
 
     /* extra keys a request cannot reproduce: one block a round */
 
@@ -405,20 +496,22 @@ kvr_kvstate_store(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev,
 
         /* a chain's first block: a prefix now lives on the server */
 
-        if (done == 0 && !ev->has_parent && st->roots != NULL) {
+        if (done == 0 && !ev->has_parent && st->roots != NULL && t == NULL) {
             kvr_homes_learn(st->roots, keys[0]);
         }
 
         for (j = 0; j < n; j++) {
 
-            kvr_kvstate_unpredict(st, ix, keys[j]);
+            if (t == NULL) {
+                kvr_kvstate_unpredict(st, ix, keys[j]);
+            }
 
             /*
              * held once: a re-announced block adds no reference; a block
              * whose handle cannot be kept could never be removed
              */
 
-            put = kvr_emap_put(st->handles, ev->hashes[done + j], keys[j]);
+            put = kvr_emap_put(handles, ev->hashes[done + j], keys[j]);
 
             if (put == 2) {
                 st->stats.reannounced++;
@@ -430,8 +523,14 @@ kvr_kvstate_store(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev,
                 continue;
             }
 
-            kvr_index_add_ref(ix, st->slot, keys[j]);
-            st->stats.stored++;
+            kvr_index_add_ref(ix, slot, keys[j]);
+
+            if (t == NULL) {
+                st->stats.stored++;
+
+            } else {
+                st->stats.tier_stored++;
+            }
         }
 
         parent = keys[n - 1];
@@ -439,21 +538,244 @@ kvr_kvstate_store(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev,
 }
 
 
-/* medium absent (vLLM before it), empty, or "GPU" */
+/*
+ * The tier a medium names (kvr_kvstate.h): absent (vLLM before it),
+ * empty or "GPU" the GPU's; the names NVIDIA Dynamo maps to its tiers
+ * (StorageTier::from_kv_medium), in any case ("Disk": vLLM's
+ * DiskLoadStoreSpec)
+ */
 
-static int
-kvr_kvstate_gpu(const kvr_event_t *ev)
+kvr_tier_e
+kvr_kvstate_tier(const uint8_t *m, size_t len)
 {
-    const uint8_t  *m;
-
-    m = ev->medium;
-
-    if (m == NULL || ev->medium_len == 0) {
-        return 1;
+    if (m == NULL || len == 0
+        || kvr_kvstate_medium_is(m, len, "GPU")
+        || kvr_kvstate_medium_is(m, len, "DEVICE"))
+    {
+        return KVR_TIER_GPU;
     }
 
-    return ev->medium_len == 3 && (m[0] | 0x20) == 'g'
-           && (m[1] | 0x20) == 'p' && (m[2] | 0x20) == 'u';
+    if (kvr_kvstate_medium_is(m, len, "CPU")
+        || kvr_kvstate_medium_is(m, len, "CPU_PINNED")
+        || kvr_kvstate_medium_is(m, len, "CPU_TIER1"))
+    {
+        return KVR_TIER_HOST;
+    }
+
+    if (kvr_kvstate_medium_is(m, len, "DISK")
+        || kvr_kvstate_medium_is(m, len, "NVME")
+        || kvr_kvstate_medium_is(m, len, "STORAGE")
+        || kvr_kvstate_medium_is(m, len, "CPU_TIER2")
+        || kvr_kvstate_medium_is(m, len, "EXTERNAL")
+        || kvr_kvstate_medium_is(m, len, "REMOTE")
+        || kvr_kvstate_medium_is(m, len, "NETWORK")
+        || kvr_kvstate_medium_is(m, len, "SHARED"))
+    {
+        return KVR_TIER_DISK;
+    }
+
+    return KVR_TIER_OTHER;
+}
+
+
+/* m equals name (upper case) in any case */
+
+static int
+kvr_kvstate_medium_is(const uint8_t *m, size_t len, const char *name)
+{
+    size_t   i;
+    uint8_t  c;
+
+    for (i = 0; i < len; i++) {
+        c = m[i];
+
+        if (c >= 'a' && c <= 'z') {
+            c -= 'a' - 'A';
+        }
+
+        if (name[i] == '\0' || c != (uint8_t) name[i]) {
+            return 0;
+        }
+    }
+
+    return name[len] == '\0';
+}
+
+
+/*
+ * An offload tier's event: its own slot, its own handles; a removal there
+ * never touches another tier's entries.  A tier with no slot to be had
+ * (all taken) is counted only.
+ */
+
+static void
+kvr_kvstate_tier_apply(kvr_kvstate_t *st, kvr_index_t *ix, kvr_tier_e tier,
+    const kvr_event_t *ev)
+{
+    kvr_kvtier_t  *t;
+
+    t = kvr_kvstate_tier_open(st, ix, tier);
+
+    if (t == NULL) {
+        st->stats.tier_unkeyed += ev->n_hashes;
+        return;
+    }
+
+    switch (ev->type) {
+
+    case KVR_EVENT_BLOCK_REMOVED:
+        kvr_kvstate_tier_removed(st, ix, t, ev);
+        return;
+
+    case KVR_EVENT_BLOCK_STORED:
+
+        /*
+         * vLLM's offloading connector stores hashes alone (no token ids,
+         * no parent; block_size the offloaded block's): the blocks the GPU
+         * holds under the same hashes
+         */
+
+        if (ev->n_tokens == 0) {
+            kvr_kvstate_tier_hashes(st, ix, t, ev);
+
+        } else {
+            kvr_kvstate_stored(st, ix, t, ev);
+        }
+
+        return;
+
+    default:
+        return;
+    }
+}
+
+
+/* the tier's handles and slot, made on its first event */
+
+static kvr_kvtier_t *
+kvr_kvstate_tier_open(kvr_kvstate_t *st, kvr_index_t *ix, kvr_tier_e tier)
+{
+    char                    name[KVR_INDEX_NAME_LEN];
+    size_t                  len;
+    const char             *suffix;
+    kvr_kvtier_t           *t;
+    kvr_index_slot_info_t   info;
+
+    t = &st->tiers[tier - 1];
+
+    if (t->slot >= 0 && t->handles != NULL) {
+        return t;
+    }
+
+    if (t->handles == NULL) {
+        t->handles = kvr_emap_create(st->max_handles);
+
+        if (t->handles == NULL) {
+            return NULL;
+        }
+    }
+
+    /* "name/host", "name/disk": the GPU slot's name, kept across reloads */
+
+    kvr_index_slot_info(ix, st->slot, &info);
+
+    suffix = (tier == KVR_TIER_HOST) ? "/host" : "/disk";
+    len = strlen(suffix);
+
+    if (!info.in_use || info.name_len + len > sizeof(name)) {
+        return NULL;
+    }
+
+    memcpy(name, info.name, info.name_len);
+    memcpy(name + info.name_len, suffix, len);
+
+    t->slot = kvr_index_slot(ix, name, info.name_len + len);
+
+    if (t->slot < 0) {
+        return NULL;
+    }
+
+    /* what a previous helper left there can never be removed now */
+
+    if (!st->shared) {
+        kvr_index_clear_slot(ix, t->slot);
+    }
+
+    if (st->tier_slots != NULL) {
+        st->tier_slots[tier - 1] = t->slot + 1;
+    }
+
+    return t;
+}
+
+
+static void
+kvr_kvstate_tier_hashes(kvr_kvstate_t *st, kvr_index_t *ix, kvr_kvtier_t *t,
+    const kvr_event_t *ev)
+{
+    int       found;
+    size_t    i;
+    uint32_t  put;
+    uint64_t  key;
+
+    /*
+     * an offloaded block of several GPU blocks is named by one hash: the
+     * GPU blocks before it are not known from the event
+     */
+
+    if (ev->block_size != 0 && ev->block_size != st->block_size) {
+        st->stats.bad_block_size++;
+        st->last_bad_block_size = ev->block_size;
+        st->stats.tier_unkeyed += ev->n_hashes;
+        return;
+    }
+
+    for (i = 0; i < ev->n_hashes; i++) {
+        key = kvr_emap_get(st->handles, ev->hashes[i], &found);
+
+        if (!found) {
+            key = kvr_emap_get(t->handles, ev->hashes[i], &found);
+        }
+
+        if (!found) {
+            st->stats.tier_unkeyed++;
+            continue;
+        }
+
+        put = kvr_emap_put(t->handles, ev->hashes[i], key);
+
+        if (put == 2) {
+            st->stats.reannounced++;
+            continue;
+        }
+
+        if (put == 0) {
+            st->stats.map_full++;
+            continue;
+        }
+
+        kvr_index_add_ref(ix, t->slot, key);
+        st->stats.tier_stored++;
+    }
+}
+
+
+static void
+kvr_kvstate_tier_removed(kvr_kvstate_t *st, kvr_index_t *ix, kvr_kvtier_t *t,
+    const kvr_event_t *ev)
+{
+    size_t    i;
+    uint64_t  key;
+
+    for (i = 0; i < ev->n_hashes; i++) {
+        if (kvr_emap_remove(t->handles, ev->hashes[i], &key) < 0) {
+            st->stats.unknown_removed++;
+            continue;
+        }
+
+        kvr_index_remove_ref(ix, t->slot, key);
+        st->stats.tier_removed++;
+    }
 }
 
 

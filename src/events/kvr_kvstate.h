@@ -8,9 +8,17 @@
  * caller holds the index's lock).
  *
  * What is applied (docs: README "KV events", kv-events.md):
- *   - only the GPU tier: medium absent, empty or "GPU" (any case); stores
- *     and removals of offload tiers (CPU, CPU_PINNED, DISK, ...) are
- *     counted in offloaded and never touch the index;
+ *   - the GPU tier (medium absent, empty or "GPU", any case) is the
+ *     routing index; stores and removals of offload tiers are counted in
+ *     offloaded and never touch it: the host tier's ("CPU", "CPU_PINNED",
+ *     "CPU_TIER1") and the disk tier's ("DISK", "NVME", "STORAGE",
+ *     "CPU_TIER2", and "EXTERNAL", "REMOTE", "NETWORK", "SHARED", weighed
+ *     alike, as NVIDIA Dynamo does) go to an index slot of the tier's own,
+ *     made on the tier's first event and named after the GPU slot
+ *     ("name/host", "name/disk"), reference counted as the GPU's and
+ *     keyed from their token ids as the GPU's, or, without token ids
+ *     (vLLM's offloading connector), by the GPU's key of the same engine
+ *     hash; other media are counted only;
  *   - only the full-attention KV cache group: an event whose
  *     kv_cache_spec_kind is given and is not "full_attention" or
  *     "mla_attention", or whose group_idx is a group learned to be another
@@ -58,7 +66,28 @@ typedef struct {
     uint64_t        reannounced;      /* stores of a hash already held */
     uint64_t        rejected;         /* batches that did not decode */
     uint64_t        partial;          /* stores of a partial block */
+    uint64_t        tier_stored;      /* offload tiers' blocks held */
+    uint64_t        tier_removed;
+    uint64_t        tier_unkeyed;     /* tier blocks no key is known of */
 } kvr_kvstats_t;
+
+
+/* the offload tiers tracked: kvr_kvstate_tier() */
+typedef enum {
+    KVR_TIER_GPU = 0,                   /* the routing index */
+    KVR_TIER_HOST,                      /* host memory */
+    KVR_TIER_DISK,                      /* disk and external storage */
+    KVR_TIER_OTHER                      /* a medium not known: counted */
+} kvr_tier_e;
+
+#define KVR_KVSTATE_TIERS  2            /* host, disk: tiers[tier - 1] */
+
+
+typedef struct {
+    kvr_emap_t     *handles;          /* engine hash -> key; NULL until
+                                         the tier's first event */
+    int             slot;             /* -1 until made */
+} kvr_kvtier_t;
 
 
 #define KVR_KVSTATE_GROUPS  32          /* group kinds learned */
@@ -95,6 +124,11 @@ typedef struct {
     int             pred_slot;        /* the server's predictions, -1:
                                          none; a block its events store
                                          or remove is predicted no more */
+    size_t          max_handles;      /* of each tier's map too */
+    kvr_kvtier_t    tiers[KVR_KVSTATE_TIERS];
+    int            *tier_slots;       /* where the balancer reads the
+                                         tiers' slots (slot + 1, 0: none),
+                                         or NULL */
     kvr_kvstats_t   stats;
 } kvr_kvstate_t;
 
@@ -102,6 +136,9 @@ typedef struct {
 int kvr_kvstate_init(kvr_kvstate_t *st, int slot, uint32_t block_size,
     size_t max_handles);
 void kvr_kvstate_free(kvr_kvstate_t *st);
+
+/* the tier an event's medium names (len 0: the GPU's) */
+kvr_tier_e kvr_kvstate_tier(const uint8_t *medium, size_t len);
 
 /*
  * A batch's sequence number: returns 0 when it follows the last one, 1
@@ -146,7 +183,8 @@ void kvr_kvstate_apply(kvr_kvstate_t *st, kvr_index_t *ix,
  * entries, or, when the slot is shared (a server's data-parallel ranks,
  * each its own stream), only the references this stream holds, so a
  * rank's restart, gap or AllBlocksCleared never removes another rank's
- * blocks.
+ * blocks.  The offload tiers' entries go too (their removals may have
+ * been lost alike; AllBlocksCleared names no medium).
  */
 void kvr_kvstate_reset(kvr_kvstate_t *st, kvr_index_t *ix);
 
