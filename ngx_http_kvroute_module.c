@@ -130,6 +130,7 @@ ngx_module_t  ngx_http_kvroute_module = {
  *         [corun=tokens] [evict=W]
  *         [ttft_decode=tokens] [ttft_evict=W] [ttft_wait=tokens]
  *         [ttft_output=tokens] [place_slack=tokens]
+ *         [host_weight=0.75] [disk_weight=0.25]
  *         [max_body=size] [text_chunk=bytes]
  *         [tokenizer=tokenizer.json [tokenizer_config=tokenizer_config.json]];
  *
@@ -761,6 +762,8 @@ ngx_http_kvroute_create_srv_conf(ngx_conf_t *cf)
     kcf->policy.spread = 1;
     kcf->policy.corun = 4096;
     kcf->policy.evict = 4;
+    kcf->policy.host_weight = KVR_POLICY_HOST_WEIGHT;
+    kcf->policy.disk_weight = KVR_POLICY_DISK_WEIGHT;
     kcf->events_ranks.count = 1;
     kcf->predict = 1024;
     ngx_str_set(&kcf->metrics_path, "/metrics");

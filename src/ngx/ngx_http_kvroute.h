@@ -139,6 +139,11 @@ typedef struct {
     kvr_homes_t                      homes[NGX_HTTP_KVROUTE_MAX_PEERS];
     kvr_homes_t                      roots[NGX_HTTP_KVROUTE_MAX_PEERS];
                                                   /* kv: prefixes stored */
+    int                              tiers[NGX_HTTP_KVROUTE_MAX_PEERS][2];
+                                                  /* kv: a GPU slot's
+                                                     offload tiers' slots,
+                                                     host and disk, + 1;
+                                                     0: none */
     ngx_atomic_t                     holder;      /* pid inside the lock */
     ngx_atomic_t                     wipes;       /* index started afresh */
     kvr_index_t                     *index;

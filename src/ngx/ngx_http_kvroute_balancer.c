@@ -74,6 +74,9 @@ static ngx_uint_t ngx_http_kvroute_score(ngx_http_kvroute_peer_data_t *kp,
 static void ngx_http_kvroute_commit(ngx_http_kvroute_peer_data_t *kp,
     ngx_http_kvroute_candidates_t *cs, ngx_uint_t chosen,
     uint32_t out_blocks);
+static void ngx_http_kvroute_match_tiers(ngx_http_kvroute_srv_conf_t *kcf,
+    kvr_index_t *index, ngx_http_kvroute_ctx_t *ctx,
+    ngx_http_kvroute_candidates_t *cs);
 static void ngx_http_kvroute_match(ngx_http_kvroute_srv_conf_t *kcf,
     kvr_index_t *index, ngx_http_kvroute_ctx_t *ctx,
     ngx_http_kvroute_candidates_t *cs);
@@ -381,6 +384,7 @@ ngx_http_kvroute_score(ngx_http_kvroute_peer_data_t *kp,
     index = kcf->zone->sh->index;
 
     ngx_http_kvroute_match(kcf, index, ctx, cs);
+    ngx_http_kvroute_match_tiers(kcf, index, ctx, cs);
     ngx_http_kvroute_loads(kcf, index, cs);
 
     px.index = index;
@@ -598,6 +602,57 @@ ngx_http_kvroute_match(ngx_http_kvroute_srv_conf_t *kcf, kvr_index_t *index,
     for (i = 0; i < cs->n; i++) {
         if (predicted[i] > cs->overlap[i]) {
             cs->overlap[i] = predicted[i];
+        }
+    }
+}
+
+
+/*
+ * kv mode: what a server's offload tiers hold after its GPU overlap, as
+ * NVIDIA Dynamo walks them (query_lower_tiers): the host tier's leading
+ * run from the GPU overlap on, then the disk tier's from the end of that
+ * (docs/engine-events.md "Tiers"); none while no tier event came
+ */
+
+static void
+ngx_http_kvroute_match_tiers(ngx_http_kvroute_srv_conf_t *kcf,
+    kvr_index_t *index, ngx_http_kvroute_ctx_t *ctx,
+    ngx_http_kvroute_candidates_t *cs)
+{
+    int               slot, tier;
+    uint32_t          from, *run;
+    ngx_uint_t        i, t;
+    kvr_candidate_t  *cand;
+
+    for (i = 0; i < cs->n; i++) {
+        cand = &cs->cand[i];
+        cand->overlap_host = 0;
+        cand->overlap_disk = 0;
+
+        slot = cs->cache[i];
+
+        /* host_weight=0 disk_weight=0: the tiers are not weighed */
+
+        if (kcf->mode != NGX_HTTP_KVROUTE_MODE_KV
+            || (kcf->policy.host_weight == 0 && kcf->policy.disk_weight == 0)
+            || slot < 0 || slot >= NGX_HTTP_KVROUTE_MAX_PEERS)
+        {
+            continue;
+        }
+
+        from = cs->overlap[i];
+
+        for (t = 0; t < 2; t++) {
+            tier = kcf->zone->sh->tiers[slot][t] - 1;
+
+            if (tier < 0 || from >= ctx->nblocks) {
+                continue;
+            }
+
+            run = (t == 0) ? &cand->overlap_host : &cand->overlap_disk;
+            *run = kvr_index_match(index, tier, ctx->hashes + from,
+                                   ctx->nblocks - from);
+            from += *run;
         }
     }
 }

@@ -82,6 +82,8 @@ typedef struct {
 static ngx_msec_t ngx_http_kvroute_events_manager(void *data);
 static ngx_int_t ngx_http_kvroute_events_start(
     ngx_http_kvroute_main_conf_t *kmcf);
+static void ngx_http_kvroute_events_clear_tiers(ngx_http_kvroute_zone_t *zone,
+    ngx_int_t slot);
 static ngx_int_t ngx_http_kvroute_events_subscribe(
     ngx_http_kvroute_events_t *ev, ngx_http_kvroute_srv_conf_t *kcf,
     ngx_http_upstream_rr_peer_t *peer, ngx_uint_t peer_index, ngx_uint_t rank);
@@ -319,6 +321,29 @@ ngx_http_kvroute_events_start(ngx_http_kvroute_main_conf_t *kmcf)
  * where its events are, a socket, a fresh state, its own index slot
  */
 
+/* a slot's offload tiers' entries, left by a previous helper; locked */
+
+static void
+ngx_http_kvroute_events_clear_tiers(ngx_http_kvroute_zone_t *zone,
+    ngx_int_t slot)
+{
+    int         tier;
+    ngx_uint_t  t;
+
+    if (slot < 0 || slot >= NGX_HTTP_KVROUTE_MAX_PEERS) {
+        return;
+    }
+
+    for (t = 0; t < 2; t++) {
+        tier = zone->sh->tiers[slot][t] - 1;
+
+        if (tier >= 0) {
+            kvr_index_clear_slot(zone->sh->index, tier);
+        }
+    }
+}
+
+
 static ngx_int_t
 ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
     ngx_http_kvroute_srv_conf_t *kcf, ngx_http_upstream_rr_peer_t *peer,
@@ -364,6 +389,10 @@ ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
     /* the prefixes its events store: the policy's counts in kv mode */
     sub->state.roots = (slot >= 0 && slot < NGX_HTTP_KVROUTE_MAX_PEERS)
                        ? &kcf->zone->sh->roots[slot] : NULL;
+
+    /* the slots its offload tiers get, where the balancer reads them */
+    sub->state.tier_slots = (slot >= 0 && slot < NGX_HTTP_KVROUTE_MAX_PEERS)
+                            ? kcf->zone->sh->tiers[slot] : NULL;
     sub->pred_slot = rt->pred_slots[peer_index];
     sub->state.pred_slot = sub->pred_slot;
     sub->zmq = ev->zmq;
@@ -377,6 +406,7 @@ ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
 
     ngx_http_kvroute_lock(kcf->zone);
     kvr_index_clear_slot(kcf->zone->sh->index, slot);
+    ngx_http_kvroute_events_clear_tiers(kcf->zone, slot);
 
     if (rt->nranks && rank == 0) {
         kvr_index_clear_slot(kcf->zone->sh->index, sub->server);

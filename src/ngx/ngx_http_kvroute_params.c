@@ -103,6 +103,8 @@ static ngx_http_kvroute_double_bounds_t  ngx_http_kvroute_ratio_bounds =
     { 1, 1000 };
 static ngx_http_kvroute_double_bounds_t  ngx_http_kvroute_tokens_bounds =
     { 0, 1e9 };
+static ngx_http_kvroute_double_bounds_t  ngx_http_kvroute_tier_bounds =
+    { 0, 1 };
 
 
 #define ngx_http_kvroute_param_offset(field)                                 \
@@ -185,6 +187,16 @@ static ngx_http_kvroute_param_t  ngx_http_kvroute_params[] = {
       ngx_http_kvroute_set_double,
       ngx_http_kvroute_param_offset(policy.place_slack),
       &ngx_http_kvroute_tokens_bounds },
+
+    { ngx_string("host_weight"),
+      ngx_http_kvroute_set_double,
+      ngx_http_kvroute_param_offset(policy.host_weight),
+      &ngx_http_kvroute_tier_bounds },
+
+    { ngx_string("disk_weight"),
+      ngx_http_kvroute_set_double,
+      ngx_http_kvroute_param_offset(policy.disk_weight),
+      &ngx_http_kvroute_tier_bounds },
 
     { ngx_string("ttft_output"),
       ngx_http_kvroute_set_uint,

@@ -21,6 +21,8 @@ static ngx_str_t  ngx_http_kvroute_peer_metrics[] = {
     ngx_string("kvroute_indexed_blocks"),
     ngx_string("kvroute_capacity_blocks"),
     ngx_string("kvroute_capacity_evictions_total"),
+    ngx_string("kvroute_host_tier_blocks"),
+    ngx_string("kvroute_disk_tier_blocks"),
     ngx_null_string
 };
 
@@ -124,6 +126,8 @@ ngx_http_kvroute_status_handler(ngx_http_request_t *r)
         "# TYPE kvroute_indexed_blocks gauge\n"
         "# TYPE kvroute_capacity_blocks gauge\n"
         "# TYPE kvroute_capacity_evictions_total counter\n"
+        "# TYPE kvroute_host_tier_blocks gauge\n"
+        "# TYPE kvroute_disk_tier_blocks gauge\n"
         "# TYPE kvroute_decisions_total counter\n"
         "# TYPE kvroute_decision_microseconds_total counter\n"
         "# TYPE kvroute_index_entries gauge\n"
@@ -327,8 +331,9 @@ ngx_http_kvroute_status_peer(u_char *p, u_char *last,
     int *ranks, ngx_uint_t backup)
 {
     uint64_t                  values[NGX_HTTP_KVROUTE_EVENTS_METRICS];
+    int                       s, tier;
     uint64_t                  load[3];
-    ngx_uint_t                r, n;
+    ngx_uint_t                r, n, t;
     kvr_index_slot_info_t     info;
     ngx_http_kvroute_zone_t  *zone;
 
@@ -339,6 +344,8 @@ ngx_http_kvroute_status_peer(u_char *p, u_char *last,
     values[3] = 0;
     values[4] = 0;
     values[5] = 0;
+    values[6] = 0;
+    values[7] = 0;
 
     n = ranks ? kcf->runtime->nranks : 1;
 
@@ -355,6 +362,18 @@ ngx_http_kvroute_status_peer(u_char *p, u_char *last,
         values[3] += info.blocks;
         values[4] += info.capacity;
         values[5] += info.evictions;
+
+        /* kv mode: its offload tiers' blocks, as their events said */
+
+        s = ranks ? ranks[r] : (int) slot;
+
+        for (t = 0; s >= 0 && s < NGX_HTTP_KVROUTE_MAX_PEERS && t < 2; t++) {
+            tier = zone->sh->tiers[s][t] - 1;
+
+            if (tier >= 0) {
+                values[6 + t] += kvr_index_slot_blocks(zone->sh->index, tier);
+            }
+        }
 
         if (ranks) {
             ngx_http_kvroute_load(zone, ranks[r], &load[0], &load[1],

@@ -54,6 +54,9 @@ static size_t kvr_policy_admit(const kvr_policy_conf_t *conf,
 static int kvr_policy_full(const kvr_policy_conf_t *conf,
     const kvr_candidate_t *cand, const kvr_demand_t *demand);
 static double kvr_policy_load(const kvr_candidate_t *cand);
+static double kvr_policy_cached(const kvr_policy_conf_t *conf,
+    const kvr_candidate_t *cand, double bs);
+static int kvr_policy_tiered(const kvr_candidate_t *cand, size_t n);
 static double kvr_policy_unit(uint64_t bits);
 static uint64_t kvr_policy_mix(uint64_t a, uint64_t b);
 
@@ -431,6 +434,37 @@ kvr_policy_load(const kvr_candidate_t *cand)
 }
 
 
+/*
+ * the prompt tokens the server need not compute: the GPU's overlap, and
+ * the offload tiers' blocks after it, weighed by what loading them back
+ * costs against a GPU hit (Dynamo's overlap credit)
+ */
+
+static double
+kvr_policy_cached(const kvr_policy_conf_t *conf, const kvr_candidate_t *cand,
+    double bs)
+{
+    return ((double) cand->overlap
+            + conf->host_weight * cand->overlap_host
+            + conf->disk_weight * cand->overlap_disk) * bs;
+}
+
+
+static int
+kvr_policy_tiered(const kvr_candidate_t *cand, size_t n)
+{
+    size_t  i;
+
+    for (i = 0; i < n; i++) {
+        if (cand[i].overlap_host || cand[i].overlap_disk) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
 /* maps 64 random bits to (0, 1) */
 
 static double
@@ -463,7 +497,7 @@ kvr_policy_pick_dynamo(const kvr_policy_conf_t *conf,
     best_tie = 0;
 
     for (i = 0; i < n; i++) {
-        cached = (double) cand[i].overlap * bs;
+        cached = kvr_policy_cached(conf, &cand[i], bs);
 
         if (cached > demand->tokens) {
             cached = demand->tokens;
@@ -537,7 +571,7 @@ kvr_policy_pick_cost(const kvr_policy_conf_t *conf,
 
     for (i = 0; i < n; i++) {
         k = cand[i].inflight;
-        cached = cand[i].overlap * bs;
+        cached = kvr_policy_cached(conf, &cand[i], bs);
         uncached = cached < demand->tokens ? demand->tokens - cached : 0;
 
         cost = (conf->corun * k + uncached * (1 + k)
@@ -619,7 +653,11 @@ kvr_policy_pick_ttft(const kvr_policy_conf_t *conf,
         }
     }
 
-    if (max_overlap == 0 && conf->place_slack > 0) {
+    /* a prefix an offload tier holds is not new: its cost decides */
+
+    if (max_overlap == 0 && conf->place_slack > 0
+        && !kvr_policy_tiered(cand, n))
+    {
         *why = KVR_PICK_HOME;
         return kvr_policy_place(conf, cand, n, demand);
     }
@@ -657,7 +695,7 @@ kvr_policy_ttft_cost(const kvr_policy_conf_t *conf,
     uint64_t  fresh;
 
     bs = conf->block_size ? conf->block_size : 16;
-    cached = cand->overlap * bs;
+    cached = kvr_policy_cached(conf, cand, bs);
     uncached = cached < demand->tokens ? demand->tokens - cached : 0;
 
     /* work ahead of the first token, in time at the engine's speed */

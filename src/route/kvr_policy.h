@@ -54,7 +54,18 @@ typedef struct {
                                        servers this close to the cheapest
                                        (in prompt tokens) holding the
                                        fewest prefixes; 0: the cheapest */
+    double         host_weight;     /* dynamo, cost, ttft: a block found in
+                                       the host (CPU) tier after the GPU
+                                       overlap, in GPU blocks (Dynamo's
+                                       host_cache_hit_weight, 0.75) */
+    double         disk_weight;     /* the same of the disk tier's, after
+                                       the host's (0.25) */
 } kvr_policy_conf_t;
+
+
+/* NVIDIA Dynamo's defaults of host_weight and disk_weight */
+#define KVR_POLICY_HOST_WEIGHT  0.75
+#define KVR_POLICY_DISK_WEIGHT  0.25
 
 
 /* place_slack's default: one request in flight (ttft_decode's default) */
@@ -63,6 +74,10 @@ typedef struct {
 
 typedef struct {
     uint32_t       overlap;         /* leading blocks cached there */
+    uint32_t       overlap_host;    /* the blocks after those its host tier
+                                       holds, leading (0: none, or no
+                                       tier) */
+    uint32_t       overlap_disk;    /* its disk tier's, after those */
     uint32_t       inflight;        /* requests in flight */
     uint64_t       inflight_tokens; /* prompt tokens of those */
     uint64_t       inflight_prefill;/* their uncached prompt tokens */
@@ -94,7 +109,12 @@ typedef struct {
 
 
 /*
- * Returns the index of the chosen candidate (n > 0) and sets *why.
+ * Returns the index of the chosen candidate (n > 0) and sets *why.  The
+ * offload tiers' blocks count in the prefill the policies dynamo, cost
+ * and ttft weigh as Dynamo counts them: overlap + host_weight *
+ * overlap_host + disk_weight * overlap_disk blocks are not computed again
+ * (loaded back instead); the other terms (eviction, room, ties) go by the
+ * GPU's overlap.
  */
 size_t kvr_policy_pick(const kvr_policy_conf_t *conf,
     const kvr_candidate_t *cand, size_t n, const kvr_demand_t *demand,

@@ -12,24 +12,24 @@
 
 
 static kvr_policy_conf_t  conf_kvroute = {
-    KVR_POLICY_KVROUTE, 16, 1.0, 4, 1.5, 0, 4096, 4, 0, 0, 0, 0
+    KVR_POLICY_KVROUTE, 16, 1.0, 4, 1.5, 0, 4096, 4, 0, 0, 0, 0, 0, 0
 };
 
 static kvr_policy_conf_t  conf_dynamo = {
-    KVR_POLICY_DYNAMO, 16, 1.0, 4, 1.5, 0, 4096, 4, 0, 0, 0, 0
+    KVR_POLICY_DYNAMO, 16, 1.0, 4, 1.5, 0, 4096, 4, 0, 0, 0, 0, 0, 0
 };
 
 static kvr_policy_conf_t  conf_cost = {
-    KVR_POLICY_COST, 16, 1.0, 4, 1.5, 0, 4096, 4, 0, 0, 0, 0
+    KVR_POLICY_COST, 16, 1.0, 4, 1.5, 0, 4096, 4, 0, 0, 0, 0, 0, 0
 };
 
 static kvr_policy_conf_t  conf_ttft = {
-    KVR_POLICY_TTFT, 16, 1.0, 4, 1.5, 0, 4096, 4, 1200, 2, 40000, 0
+    KVR_POLICY_TTFT, 16, 1.0, 4, 1.5, 0, 4096, 4, 1200, 2, 40000, 0, 0, 0
 };
 
 /* policy=ttft with a prefix no server holds placed by rendezvous */
 static kvr_policy_conf_t  conf_place = {
-    KVR_POLICY_TTFT, 16, 1.0, 4, 1.5, 0, 4096, 4, 1200, 2, 40000, 1200
+    KVR_POLICY_TTFT, 16, 1.0, 4, 1.5, 0, 4096, 4, 1200, 2, 40000, 1200, 0, 0
 };
 
 
@@ -388,6 +388,67 @@ test_ttft(kvr_demand_t *d)
 }
 
 
+/*
+ * offload tiers: a server with 2 GPU blocks of the prompt and 8 more in
+ * its host tier against one with 4 on the GPU; weighed as Dynamo does
+ * (2 + 0.75 x 8 = 8 blocks) it wins, with the tiers ignored it loses
+ */
+
+static void
+test_tiers(kvr_demand_t *d)
+{
+    size_t             pick;
+    kvr_pick_e         why;
+    kvr_candidate_t    c[2];
+    kvr_policy_conf_t  conf;
+
+    static kvr_policy_conf_t  *confs[3] = {
+        &conf_dynamo, &conf_cost, &conf_ttft
+    };
+    static const char         *names[3] = { "dynamo", "cost", "ttft" };
+    size_t                     k;
+
+    for (k = 0; k < 3; k++) {
+        reset(c, 2);
+        c[0].overlap = 2;
+        c[0].overlap_host = 8;
+        c[1].overlap = 4;
+        c[0].capacity = c[1].capacity = 100000;
+
+        conf = *confs[k];
+        conf.host_weight = KVR_POLICY_HOST_WEIGHT;
+        conf.disk_weight = KVR_POLICY_DISK_WEIGHT;
+        pick = kvr_policy_pick(&conf, c, 2, d, &why);
+        tap_ok(pick == 0, "%s: 2 GPU + 8 host blocks beat 4 GPU blocks",
+               names[k]);
+
+        conf.host_weight = 0;
+        conf.disk_weight = 0;
+        pick = kvr_policy_pick(&conf, c, 2, d, &why);
+        tap_ok(pick == 1, "%s: tiers weighed 0: the GPU's 4 blocks win",
+               names[k]);
+
+        /* disk blocks weigh less: 2 + 0.25 x 8 = 4 ties, 7 do not */
+        c[0].overlap_host = 0;
+        c[0].overlap_disk = 7;
+        conf.host_weight = KVR_POLICY_HOST_WEIGHT;
+        conf.disk_weight = KVR_POLICY_DISK_WEIGHT;
+        pick = kvr_policy_pick(&conf, c, 2, d, &why);
+        tap_ok(pick == 1, "%s: 2 GPU + 7 disk blocks lose to 4 GPU blocks",
+               names[k]);
+    }
+
+    /* ttft: a prefix only a tier holds is not placed as a new one */
+    reset(c, 2);
+    c[0].capacity = c[1].capacity = 100000;
+    c[1].overlap_host = 50;
+    conf = conf_place;
+    conf.host_weight = KVR_POLICY_HOST_WEIGHT;
+    pick = kvr_policy_pick(&conf, c, 2, d, &why);
+    tap_is(pick, 1, "ttft: a prefix in one host tier goes there");
+}
+
+
 int
 main(void)
 {
@@ -401,6 +462,8 @@ main(void)
     d.tokens = 1600;
     d.first_block = 42;
     d.random = 7;
+
+    test_tiers(&d);
 
     /* kvroute: the longest overlap wins when loads are even */
     reset(c, 4);
