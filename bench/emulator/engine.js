@@ -40,6 +40,11 @@ class Engine {
     this.cache = new KvCache({
       numBlocks: this.o.capacityBlocks,
       blockSize: this.o.blockSize,
+      // an offload tier: vLLM's connector sends hashes alone, SGLang's
+      // HiCache its blocks' token ids
+      cpuBlocks: (this.o.eventForms && this.o.eventForms.offload) || 0,
+      cpuMedium: this.o.flavour === 'sglang' ? 'CPU_PINNED' : 'CPU',
+      cpuForm: this.o.flavour === 'sglang' ? 'tokens' : 'hashes',
       onEvent: (ev) => { if (this.publisher) this.publisher.add(ev); },
     });
     this.scheduler = new Scheduler(this.cache, {

@@ -87,9 +87,9 @@ const END_SEQ = Buffer.alloc(8, 0xff);
 
 // The forms real engines send beyond one GPU stream, each behind an option
 // (options.js; docs/engine-events.md): o.forms =
-//   offload N    a CPU tier of N blocks written through: every GPU store
-//                published again with medium "CPU" ("CPU_PINNED" for
-//                sglang), CPU removals when that tier's LRU is full
+//   offload N    a CPU tier of N blocks (kv_cache.js CpuTier: the engine
+//                loads hits back from it); its events carry medium "CPU"
+//                ("CPU_PINNED" for sglang) and pass through unshaped
 //   reportFull   vLLM's kv_cache_report_mode="full": a store under a parent
 //                (a prefix reused) first re-announces the prefix's chain
 //                from block 0 (parent nil), no removal paired with it
@@ -101,8 +101,6 @@ const END_SEQ = Buffer.alloc(8, 0xff);
 class EventShaper {
   constructor(forms, flavour) {
     this.f = forms || {};
-    this.cpuMedium = flavour === 'sglang' ? 'CPU_PINNED' : 'CPU';
-    this.cpu = new Map();       // hex -> digest, insertion order = LRU
     this.blocks = new Map();    // hex -> { hash, parent: hex|null, tokens }
     this.window = new Map();    // sliding-window group: hex -> digest
   }
@@ -110,6 +108,7 @@ class EventShaper {
   shape(ev) {
     const out = [];
     const key = (d) => d.toString('hex');
+    if (ev.medium) return [ev];           // an offload tier's (CpuTier)
     if (ev.type === 'BlockStored') {
       const bs = ev.blockSize;
       if (this.f.reportFull && ev.parent) {
@@ -141,22 +140,6 @@ class EventShaper {
           out.push({ type: 'BlockRemoved', hashes: [ev.parent], groupIdx: 1 });
         }
         this.window.set(key(last), last);
-      }
-      if (this.f.offload > 0) {
-        out.push(Object.assign({}, ev, { medium: this.cpuMedium }));
-        for (const h of ev.hashes) {
-          this.cpu.delete(key(h));
-          this.cpu.set(key(h), h);
-        }
-        const evicted = [];
-        for (const [k, h] of this.cpu) {
-          if (this.cpu.size - evicted.length <= this.f.offload) break;
-          evicted.push([k, h]);
-        }
-        for (const [k] of evicted) this.cpu.delete(k);
-        if (evicted.length) {
-          out.push({ type: 'BlockRemoved', hashes: evicted.map((e) => e[1]), medium: this.cpuMedium });
-        }
       }
       return out;
     }

@@ -130,7 +130,7 @@ class Gpu {
   // launches, decode reads) and prefill (uncached prompt tokens).
   runStep(owner, w, done) {
     this._push(owner, w.cpu / this.stepSpeed / 1000,
-      (w.step / this.stepSpeed + w.prefill / this.speed) / 1000, done);
+      (w.step / this.stepSpeed + w.prefill / this.speed + (w.load || 0)) / 1000, done);
   }
 
   // a step of cpuMs, then gpuMs of this GPU's time when it runs alone

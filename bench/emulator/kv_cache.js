@@ -107,8 +107,95 @@ function extendBlockHashes(hashes, tokens, numTokens, blockSize, root) {
   return hashes;
 }
 
+// An offload tier in host memory written through, as vLLM's
+// OffloadingConnector with its CPU backend (docs/engine-events.md "Tiers"):
+// every block the GPU caches is stored there too (a block it holds already
+// is refreshed, not stored again), least recently used evicted past
+// numBlocks; a request's leading blocks the GPU lacks and the tier holds
+// are loaded back instead of computed (scheduler.js). Its events carry the
+// tier's medium: form 'hashes' as vLLM's connector sends them (block
+// hashes alone: token_ids [], parent nil), form 'tokens' with token ids
+// and parent as SGLang's HiCache and Dynamo's KVBM send them.
+class CpuTier {
+  constructor(numBlocks, medium, form, onEvent) {
+    this.numBlocks = numBlocks;
+    this.medium = medium;
+    this.form = form;
+    this.onEvent = onEvent;
+    this.lru = new Map();      // hashKey -> digest, insertion order = LRU
+    this.loaded = 0;           // blocks loaded back (metrics, tests)
+  }
+
+  // The GPU cached ev's blocks (a BlockStored): write them through.
+  store(ev) {
+    const bs = ev.blockSize;
+    const fresh = [];
+    ev.hashes.forEach((h, i) => {
+      const k = hashKeyOf(h);
+      if (this.lru.has(k)) {
+        this.lru.delete(k);
+        this.lru.set(k, h);
+      } else {
+        this.lru.set(k, h);
+        fresh.push(i);
+      }
+    });
+    // runs of consecutive new blocks, each one store
+    for (let a = 0; a < fresh.length;) {
+      let b = a;
+      while (b + 1 < fresh.length && fresh[b + 1] === fresh[b] + 1) b++;
+      const first = fresh[a];
+      const last = fresh[b];
+      const hashes = ev.hashes.slice(first, last + 1);
+      if (this.form === 'hashes') {
+        this.onEvent({ type: 'BlockStored', hashes, parent: null, tokenIds: [],
+          blockSize: bs, medium: this.medium });
+      } else {
+        this.onEvent({ type: 'BlockStored', hashes,
+          parent: first === 0 ? ev.parent : ev.hashes[first - 1],
+          tokenIds: ev.tokenIds.slice(first * bs, (last + 1) * bs),
+          blockSize: bs, medium: this.medium });
+      }
+      a = b + 1;
+    }
+    const evicted = [];
+    for (const [k, h] of this.lru) {
+      if (this.lru.size - evicted.length <= this.numBlocks) break;
+      evicted.push([k, h]);
+    }
+    for (const [k] of evicted) this.lru.delete(k);
+    if (evicted.length) {
+      this.onEvent({ type: 'BlockRemoved', hashes: evicted.map((e) => e[1]), medium: this.medium });
+    }
+  }
+
+  // Blocks of blockHashes the tier holds in a run from `from`, below `max`.
+  lookup(blockHashes, from, max) {
+    let n = 0;
+    for (let i = from; i < blockHashes.length && i < max; i++) {
+      if (!this.lru.has(hashKeyOf(blockHashes[i]))) break;
+      n++;
+    }
+    return n;
+  }
+
+  // A hit read blocks back: recently used.
+  touch(hashes) {
+    for (const h of hashes) {
+      const k = hashKeyOf(h);
+      if (this.lru.delete(k)) this.lru.set(k, h);
+    }
+    this.loaded += hashes.length;
+  }
+
+  clear() {
+    this.lru.clear();
+  }
+}
+
 class KvCache {
-  // opts: numBlocks, blockSize, onEvent(ev) where ev is
+  // opts: numBlocks, blockSize, cpuBlocks (an offload tier, CpuTier, 0:
+  // none), cpuMedium, cpuForm, onEvent(ev) where ev is
   //   {type:'BlockStored', hashes:[Buffer], parent:Buffer|null,
   //    tokenIds:[int], blockSize}
   //   {type:'BlockRemoved', hashes:[Buffer]}
@@ -128,6 +215,10 @@ class KvCache {
     }
     this.queries = 0;          // prefix cache queries (tokens)
     this.hits = 0;             // prefix cache hits (tokens)
+    this.cpu = opts.cpuBlocks > 0
+      ? new CpuTier(opts.cpuBlocks, opts.cpuMedium || 'CPU', opts.cpuForm || 'hashes',
+        (ev) => this.onEvent(ev))
+      : null;
   }
 
   numFree() {
@@ -217,13 +308,15 @@ class KvCache {
     const first = stored[0];
     const last = stored[stored.length - 1];
     const bs = this.blockSize;
-    this.onEvent({
+    const ev = {
       type: 'BlockStored',
       hashes: stored.map((i) => hashes[i]),
       parent: first === 0 ? null : hashes[first - 1],
       tokenIds: Array.from(tokens.slice(first * bs, (last + 1) * bs)),
       blockSize: bs,
-    });
+    };
+    this.onEvent(ev);
+    if (this.cpu) this.cpu.store(ev);
   }
 
   // Free a request's blocks: tail block first; hashed blocks to the tail of
@@ -248,8 +341,9 @@ class KvCache {
     }
     this.cached.clear();
     this.onEvent({ type: 'AllBlocksCleared' });
+    if (this.cpu) this.cpu.clear();
     return true;
   }
 }
 
-module.exports = { hashKeyOf, KvCache, FreeQueue, Block, hashBlock, extendBlockHashes, noneHash };
+module.exports = { hashKeyOf, KvCache, CpuTier, FreeQueue, Block, hashBlock, extendBlockHashes, noneHash };

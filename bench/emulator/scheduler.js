@@ -17,10 +17,21 @@
 //   only in a step that preempted nobody, when the budget, --max-num-seqs
 //   and the blocks for the first chunk allow.
 //
+// - With an offload tier (kv_cache.js CpuTier, vLLM's OffloadingConnector
+//   with its CPU backend) a waiting request's leading blocks the GPU lacks
+//   and the tier holds, after the GPU's hit, are loaded back instead of
+//   computed: they count as computed, in its cached tokens too (vLLM's
+//   num_cached_tokens is num_computed_tokens, external tokens included),
+//   and are cached on the GPU.
+//
 // A step's time (gpu.js runs it):
 //   CPU phase  base_us                                   (the engine's own)
 //   GPU phase  gpu_step_us + prefill_us_per_token x prefill tokens
 //              + decode_us_per_seq x decoding requests    (shared on a GPU)
+//              + load_us_per_token x tokens loaded back   (PCIe; the load
+//                is charged to the step that admits the request, as if
+//                synchronous: vLLM loads asynchronously, before the
+//                request's first step)
 // The GPU phase is affine in the batch, so the cost per decoding request
 // falls as the batch grows: decoding a small model is memory-bound, the
 // weights are read once per step and each request adds its KV reads.
@@ -42,6 +53,11 @@ const DEFAULT_TIMING = {
   gpuStepUs: 4975,          // GPU per step (weights, launches)
   prefillUsPerToken: 20.1,  // GPU per uncached prompt token
   decodeUsPerSeq: 3.3,      // GPU per decoding request (its KV reads)
+  // a prompt token's KV loaded back from the host (CPU) tier over PCIe:
+  // Qwen3-0.6B's KV is 28 layers x 2 x 8 heads x 128 x 2 bytes = 114,688
+  // bytes a token, at ~25 GB/s (PCIe 4.0 x16, pinned host memory) 4.6 us;
+  // a token recomputed costs prefillUsPerToken (20.1 us)
+  loadUsPerToken: 4.6,
   maxBatchedTokens: 2048,   // vLLM's default for `vllm serve` on GPUs < 70 GiB
   maxNumSeqs: 256,
   timeScale: 1,
@@ -164,6 +180,7 @@ class Scheduler {
     let budget = this.t.maxBatchedTokens;
     const scheduled = [];
     let preempted = 0;
+    let loadTokens = 0;
 
     for (let i = 0; i < this.running.length && budget > 0;) {
       const req = this.running[i];
@@ -195,21 +212,31 @@ class Scheduler {
       const req = this.waiting[0];
       extendBlockHashes(req.blockHashes, req.tokens, req.tokens.length, this.bs, this.root);
       const hit = this.cache.lookup(req.blockHashes, req.tokens.length);
-      const computed = hit.length * this.bs;
+      const loaded = this.cache.cpu
+        ? this.cache.cpu.lookup(req.blockHashes, hit.length,
+          Math.floor((req.tokens.length - 1) / this.bs))
+        : 0;
+      const computed = (hit.length + loaded) * this.bs;
       const n = Math.min(req.tokens.length - computed, budget);
       const need = Math.ceil((computed + n) / this.bs) - hit.length;
       if (need > this.cache.numFree() - this.cache.countEvictable(hit)) break;
       this.waiting.shift();
       this.cache.touch(hit);
       req.blocks = hit.slice();
-      req.numComputed = computed;
       if (req.numCachedTokens < 0) {
         req.numCachedTokens = computed;
         this.cache.recordQuery(req.promptLen, computed);
       }
       req.state = 'running';
       this.running.push(req);
+      // the blocks loaded back are cached on the GPU with the new ones
+      req.numComputed = hit.length * this.bs;
       this._allocateAndCache(req, computed + n);
+      req.numComputed = computed;
+      if (loaded > 0) {
+        this.cache.cpu.touch(req.blockHashes.slice(hit.length, hit.length + loaded));
+        loadTokens += loaded * this.bs;
+      }
       budget -= n;
       scheduled.push([req, n]);
     }
@@ -220,7 +247,7 @@ class Scheduler {
       if (req.generated > 0 && n === 1 && req.numComputed === req.tokens.length - 1) decodes++;
       else prefillTokens += n;
     }
-    return { scheduled, prefillTokens, decodes, preempted };
+    return { scheduled, prefillTokens, decodes, preempted, loadTokens };
   }
 
   // Give req blocks to hold tokens [0, upTo) and cache its newly full blocks.
@@ -248,12 +275,14 @@ class Scheduler {
     };
   }
 
-  // The same split by what sets its speed (gpu.js runStep).
-  stepWorkUs(prefillTokens, decodes) {
+  // The same split by what sets its speed (gpu.js runStep); load: PCIe
+  // transfers of the offload tier, at no GPU's speed.
+  stepWorkUs(prefillTokens, decodes, loadTokens) {
     return {
       cpu: this.t.baseUs,
       step: this.t.gpuStepUs + this.t.decodeUsPerSeq * decodes,
       prefill: this.t.prefillUsPerToken * prefillTokens,
+      load: this.t.loadUsPerToken * (loadTokens || 0),
     };
   }
 
@@ -274,7 +303,7 @@ class Scheduler {
     }
     this.busy = true;
     this.stepCount++;
-    const w = this.stepWorkUs(plan.prefillTokens, plan.decodes);
+    const w = this.stepWorkUs(plan.prefillTokens, plan.decodes, plan.loadTokens);
     this.gpu.runStep(this, w, () => {
       if (this.stopped) return;
       this._complete(plan.scheduled);

@@ -284,3 +284,84 @@ test('scheduler: long prompts are prefilled in chunks of the token budget', asyn
   assert.equal(r.out.length, 2);
   sched.stop();
 });
+
+// ---- the offload tier (CpuTier) ----
+
+test('cpu tier: written through, hashes alone (vLLM connector form), LRU removals', () => {
+  const events = [];
+  const cache = new KvCache({ numBlocks: 16, blockSize: 4, cpuBlocks: 4,
+    onEvent: (e) => events.push(e) });
+  const p = runPrompt(cache, seq(1, 12));       // 3 blocks
+  const cpu = events.filter((e) => e.medium === 'CPU');
+  assert.equal(cpu.length, 1);
+  assert.equal(cpu[0].type, 'BlockStored');
+  assert.deepEqual(cpu[0].hashes, p.hashes);
+  assert.deepEqual(cpu[0].tokenIds, [], 'no token ids');
+  assert.equal(cpu[0].parent, null, 'no parent');
+  assert.equal(cpu[0].blockSize, 4);
+  events.length = 0;
+  runPrompt(cache, seq(1, 12).concat(seq(50, 8)));  // 2 more: 5 > 4
+  const more = events.filter((e) => e.medium === 'CPU');
+  assert.equal(more.length, 2);
+  assert.equal(more[0].hashes.length, 2, 'held blocks are not stored again');
+  assert.equal(more[1].type, 'BlockRemoved');
+  assert.equal(more[1].hashes.length, 1);
+  assert.equal(cache.cpu.lookup(p.hashes, 0, 3), 0, 'the LRU block went first');
+  assert.equal(cache.cpu.lookup(p.hashes, 1, 3), 2);
+});
+
+test('cpu tier: the tokens form (SGLang) carries token ids and parent', () => {
+  const events = [];
+  const cache = new KvCache({ numBlocks: 16, blockSize: 4, cpuBlocks: 8,
+    cpuMedium: 'CPU_PINNED', cpuForm: 'tokens', onEvent: (e) => events.push(e) });
+  const p = runPrompt(cache, seq(1, 8));
+  runPrompt(cache, seq(1, 12));
+  const cpu = events.filter((e) => e.medium === 'CPU_PINNED');
+  assert.equal(cpu.length, 2);
+  assert.deepEqual(cpu[0].tokenIds, seq(1, 8));
+  assert.deepEqual(cpu[1].parent, p.hashes[1]);
+  assert.deepEqual(cpu[1].tokenIds, seq(9, 4));
+});
+
+// a prompt whose blocks the GPU evicted, the host tier kept
+async function evictedThenAgain(cpuBlocks) {
+  const cache = new KvCache({ numBlocks: 14, blockSize: 16, cpuBlocks });
+  const sched = new Scheduler(cache, { timing: FAST, hashRoot: ROOT });
+  const plans = [];
+  const schedule = sched.schedule.bind(sched);
+  sched.schedule = () => {
+    const plan = schedule();
+    plans.push(plan);
+    return plan;
+  };
+  const prompt = seq(1000, 100);                // 6 full blocks + 4 tokens
+  await runRequests(sched, [[prompt, 1]]);
+  await runRequests(sched, [[seq(5000, 220), 1]]);  // 14 blocks: evicts it
+  assert.equal(cache.lookup(hashesOf(prompt, 16), 100).length, 0,
+    'the GPU holds none of it');
+  plans.length = 0;
+  const [again] = await runRequests(sched, [[prompt, 1]]);
+  sched.stop();
+  return { again, plan: plans[0] };
+}
+
+test('scheduler: a hit in the host tier is loaded back, not computed, and cached', async () => {
+  const { again, plan } = await evictedThenAgain(64);
+  assert.equal(again.req.numCachedTokens, 96,
+    'cached_tokens counts the blocks loaded back, as vLLM counts external hits');
+  assert.equal(plan.loadTokens, 96);
+  assert.equal(plan.prefillTokens, 4, 'only the rest is prefilled');
+  const none = await evictedThenAgain(0);
+  assert.equal(none.again.req.numCachedTokens, 0, 'without the tier: a miss');
+  assert.equal(none.plan.prefillTokens, 100);
+  assert.equal(none.plan.loadTokens, 0);
+});
+
+test('scheduler: loading back costs load_us_per_token, less than recomputing', () => {
+  const cache = new KvCache({ numBlocks: 8, blockSize: 16 });
+  const sched = new Scheduler(cache, { hashRoot: ROOT });
+  const load = sched.stepWorkUs(0, 0, 96);
+  const compute = sched.stepWorkUs(96, 0, 0);
+  assert.ok(load.load > 0 && load.load < compute.prefill);
+  sched.stop();
+});
