@@ -16,7 +16,8 @@ our $Long = join '', map { ('a' .. 'z')[$_ % 26] } 0 .. 1999;
 our @PeerMetrics = qw(
     kvroute_inflight_requests kvroute_inflight_prompt_tokens
     kvroute_inflight_prefill_tokens kvroute_indexed_blocks
-    kvroute_capacity_blocks kvroute_capacity_evictions_total);
+    kvroute_capacity_blocks kvroute_capacity_evictions_total
+    kvroute_host_tier_blocks kvroute_disk_tier_blocks);
 
 our @EventsMetrics = qw(
     kvroute_events_messages_total kvroute_events_batches_total
@@ -38,6 +39,8 @@ our $Types = join '', map { "# TYPE $_\n" } (
     'kvroute_indexed_blocks gauge',
     'kvroute_capacity_blocks gauge',
     'kvroute_capacity_evictions_total counter',
+    'kvroute_host_tier_blocks gauge',
+    'kvroute_disk_tier_blocks gauge',
     'kvroute_decisions_total counter',
     'kvroute_decision_microseconds_total counter',
     'kvroute_index_entries gauge',
