@@ -13,8 +13,8 @@ const WASM = process.env.KVR_POLICY_WASM
   || path.join(__dirname, '..', '..', 'build', 'kvr_policy.wasm');
 
 const POLICY = { kvroute: 0, dynamo: 1, cost: 2, ttft: 3 };
-const HEAD = 19;
-const CAND = 13;
+const HEAD = 21;
+const CAND = 15;
 const MAX = 64;
 
 let exportsOf = null;
@@ -37,10 +37,12 @@ function pickFlat(flat, n) {
 }
 
 // conf: {policy (name), blockSize, overlapWeight, balanceAbs, balanceRel,
-// spread, corun, evict, ttftDecode, ttftEvict, ttftWait}; demand: {blocks,
-// tokens, firstBlock: [hi, lo], share, random: [hi, lo], outBlocks};
-// cands: [{overlap, inflight, inflightTokens, inflightPrefill, id: [hi,
-// lo], weight, cachedBlocks, capacity, prefixes, pinned, pinnedOwn, speed}]
+// spread, corun, evict, ttftDecode, ttftEvict, ttftWait, hostWeight,
+// diskWeight (Dynamo's 0.75, 0.25)}; demand: {blocks, tokens, firstBlock:
+// [hi, lo], share, random: [hi, lo], outBlocks}; cands: [{overlap,
+// inflight, inflightTokens, inflightPrefill, id: [hi, lo], weight,
+// cachedBlocks, capacity, prefixes, pinned, pinnedOwn, overlapHost,
+// overlapDisk (the offload tiers' blocks after the GPU overlap), speed}]
 function flatten(conf, demand, cands) {
   const f = new Float64Array(HEAD + cands.length * CAND);
   f.set([POLICY[conf.policy], conf.blockSize || 16, conf.overlapWeight ?? 1, conf.balanceAbs ?? 4,
@@ -50,10 +52,11 @@ function flatten(conf, demand, cands) {
   const rnd = demand.random || [0, 0];
   f.set([demand.blocks, demand.tokens, fb[0], fb[1], demand.share || 0, rnd[0], rnd[1],
     demand.outBlocks || 0], 11);
+  f.set([conf.hostWeight ?? 0.75, conf.diskWeight ?? 0.25], 19);
   cands.forEach((c, i) => {
     f.set([c.overlap, c.inflight, c.inflightTokens || 0, c.inflightPrefill || 0, c.id[0], c.id[1],
       c.weight || 1, c.cachedBlocks || 0, c.capacity || 0, c.prefixes || 0, c.pinned || 0,
-      c.pinnedOwn || 0, c.speed || 1], HEAD + i * CAND);
+      c.pinnedOwn || 0, c.overlapHost || 0, c.overlapDisk || 0, c.speed || 1], HEAD + i * CAND);
   });
   return f;
 }

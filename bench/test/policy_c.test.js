@@ -45,7 +45,9 @@ function randomCase(r, policy) {
       inflightTokens: inflight * int(3000), inflightPrefill: int(8000),
       id: [int(2 ** 32), int(2 ** 32)], weight: 1 + int(r() < 0.8 ? 1 : 3),
       cachedBlocks: int(700), capacity: r() < 0.1 ? 0 : 300 + int(600), prefixes: int(8),
-      pinned: int(900), pinnedOwn: int(blocks + 1) });
+      pinned: int(900), pinnedOwn: int(blocks + 1),
+      // the offload tiers' blocks after the GPU overlap
+      overlapHost: r() < 0.3 ? int(blocks + 1) : 0, overlapDisk: r() < 0.2 ? int(blocks + 1) : 0 });
   }
   // equal costs happen: copy a candidate's figures to another
   if (n > 1 && r() < 0.3) cands[1] = { ...cands[0], id: cands[1].id };

@@ -10,10 +10,11 @@
  *                 ttft_evict, ttft_wait
  *   in[11 .. 18]  demand: blocks, tokens, first_block (hi, lo), share,
  *                 random (hi, lo), out_blocks
- *   in[19 ..]     KVR_FLAT_CAND values a candidate: overlap, inflight,
+ *   in[19 .. 20]  conf: host_weight, disk_weight
+ *   in[21 ..]     KVR_FLAT_CAND values a candidate: overlap, inflight,
  *                 inflight_tokens, inflight_prefill, id_hash (hi, lo),
  *                 weight, cached_blocks, capacity, prefixes, pinned,
- *                 pinned_own, speed
+ *                 pinned_own, overlap_host, overlap_disk, speed
  */
 
 
@@ -70,6 +71,8 @@ kvr_flat_pick(const double *in, uint32_t n)
     conf.ttft_decode = in[8];
     conf.ttft_evict = in[9];
     conf.ttft_wait = in[10];
+    conf.host_weight = in[19];
+    conf.disk_weight = in[20];
 
     /* the module's default: the simulator sees one frontend */
     conf.place_slack = KVR_POLICY_PLACE_SLACK;
@@ -95,7 +98,9 @@ kvr_flat_pick(const double *in, uint32_t n)
         cand[i].prefixes = (uint32_t) c[9];
         cand[i].pinned = (uint64_t) c[10];
         cand[i].pinned_own = (uint32_t) c[11];
-        cand[i].speed = c[12];
+        cand[i].overlap_host = (uint32_t) c[12];
+        cand[i].overlap_disk = (uint32_t) c[13];
+        cand[i].speed = c[14];
     }
 
     pick = kvr_policy_pick(&conf, cand, n, &d, &why);

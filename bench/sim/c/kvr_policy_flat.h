@@ -11,8 +11,8 @@
 #include <stdint.h>
 
 
-#define KVR_FLAT_HEAD      19
-#define KVR_FLAT_CAND      13
+#define KVR_FLAT_HEAD      21
+#define KVR_FLAT_CAND      15
 #define KVR_FLAT_MAX       64
 #define KVR_FLAT_SIZE(n)   (KVR_FLAT_HEAD + (n) * KVR_FLAT_CAND)
 
