@@ -106,9 +106,11 @@ function itlUpdate(p, sumUs, count) {
   p.count = count;
 }
 
-// policy=ttft on the simulator's view; speedMs > 0: the engines' speeds
-// learned from their inter-token latency scraped every speedMs
-const ttftC = (decode = 1200, evict = 2, wait = 40000, speedMs = 0) => (view, q) => {
+// policy=ttft on the simulator's view; hostWeight: the host tier's blocks
+// after the GPU overlap (view.hostRun), 0 to ignore the tier; speedMs > 0:
+// the engines' speeds learned from their inter-token latency scraped every
+// speedMs
+const ttftC = (decode = 1200, evict = 2, wait = 40000, hostWeight = 0.75, speedMs = 0) => (view, q) => {
   const record = ttftC.record === undefined ? (ttftC.record = recorder()) : ttftC.record;
   const es = view.engines;
   const bs = view.blockSize;
@@ -126,13 +128,14 @@ const ttftC = (decode = 1200, evict = 2, wait = 40000, speedMs = 0) => (view, q)
       // the module counts prefixes only where the prompt's longest is not
       prefixes: longest && overlaps[e.index] === longest ? 0 : view.held(e),
       pinned: e.dyn.activeBlocks.size + e.inflight * out, pinnedOwn: own,
+      overlapHost: hostWeight > 0 && view.hostRun ? view.hostRun(e, q, overlaps[e.index]) : 0,
       speed: speeds ? speeds[e.index] : 1,
     };
   });
   const demand = { blocks: q.blockKeys.length, tokens: q.ids.length, outBlocks: out,
     random: [view.picks >>> 0, (view.picks * 2246822519) >>> 0] };
-  const flat = flatten({ policy: 'ttft', blockSize: bs, ttftDecode: decode, ttftEvict: evict, ttftWait: wait },
-    demand, cands);
+  const flat = flatten({ policy: 'ttft', blockSize: bs, ttftDecode: decode, ttftEvict: evict, ttftWait: wait,
+    hostWeight }, demand, cands);
   const { pick } = pickFlat(flat, es.length);
   if (record) record(flat, es.length, pick);
   return pick;

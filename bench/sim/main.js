@@ -6,7 +6,8 @@
 //       [--gpus 24g,8g,8g] [--placement N] [--share S] [--frontend-us N]
 //       [--max-tokens N] [--base-us N] [--gpu-step-us N]
 //       [--prefill-us-per-token N] [--decode-us-per-seq N]
-//       [--max-batched-tokens N] POLICY...
+//       [--max-batched-tokens N] [--cpu-blocks N] [--load-us-per-token N]
+//       POLICY...
 // POLICY: random, random_conn, round_robin, partition, dynamo[:W], kvroute[:ABS:REL],
 // cost[:CORUN:EVICT], room[:DECODE:EVICT:WAIT:PEND:SLACK:DEDUP] (experimental:
 // the KV room a request needs, bench/sim/policies.js), ttft[:DECODE:EVICT];
@@ -62,11 +63,13 @@ function main() {
     'prefill-us-per-token': { type: 'string' },
     'decode-us-per-seq': { type: 'string' },
     'max-batched-tokens': { type: 'string' },
+    'cpu-blocks': { type: 'string', default: '0' },
+    'load-us-per-token': { type: 'string' },
   } });
   const timing = {};
   for (const [opt, key] of [['base-us', 'baseUs'], ['gpu-step-us', 'gpuStepUs'],
     ['prefill-us-per-token', 'prefillUsPerToken'], ['decode-us-per-seq', 'decodeUsPerSeq'],
-    ['max-batched-tokens', 'maxBatchedTokens']]) {
+    ['max-batched-tokens', 'maxBatchedTokens'], ['load-us-per-token', 'loadUsPerToken']]) {
     if (v[opt] !== undefined) timing[key] = Number(v[opt]);
   }
   const seeds = v.seeds.split(',').map(Number);
@@ -79,7 +82,8 @@ function main() {
         concurrency: Number(v.concurrency), requests: Number(v.requests), seed,
         measureFrom: Number(v['measure-from']), timing, gpus: parseGpus(v.gpus),
         placement: Number(v.placement), share: Number(v.share),
-        frontendUs: Number(v['frontend-us']), maxTokens: Number(v['max-tokens']) }, policy);
+        frontendUs: Number(v['frontend-us']), maxTokens: Number(v['max-tokens']),
+        cpuBlocks: Number(v['cpu-blocks']) }, policy);
       for (const [k, x] of Object.entries(r)) sum[k] = (sum[k] || 0) + x / seeds.length;
     }
     const out = { policy: spec, seeds: seeds.length };

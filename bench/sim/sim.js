@@ -42,7 +42,8 @@ function workload(prefixes, count, seed, root) {
 }
 
 // o: workers, prefixes, concurrency, requests, seed, maxTokens (16),
-//    capacityBlocks (585), timing (emulator timing overrides), gpus
+//    capacityBlocks (585), cpuBlocks (each engine's host tier, kv_cache.js
+//    CpuTier; 0: none), timing (emulator timing overrides), gpus
 //    (speeds; default a GPU of speed 1 per engine), placement (engines per
 //    GPU, as the emulator's --placement), share (GPU_SHARE), frontendUs
 //    (the emulator's --frontend-us), measureFrom (requests before this
@@ -59,7 +60,7 @@ function simulate(o, policy) {
   const gpus = new Map();
   const mclock = processClock(clock.now);
   for (let i = 0; i < o.workers; i++) {
-    const cache = new KvCache({ numBlocks: cap, blockSize: BS });
+    const cache = new KvCache({ numBlocks: cap, blockSize: BS, cpuBlocks: o.cpuBlocks || 0 });
     const g = gpuOf[i];
     if (!gpus.has(g)) {
       gpus.set(g, new Gpu(mclock, Object.assign(gpuSpec(gpuSpeeds.length ? gpuSpeeds[g] : 1),
@@ -84,6 +85,9 @@ function simulate(o, policy) {
     picks: 0,
     // leading blocks of q cached on engine e (what kv mode would know)
     overlap: (e, q) => e.cache.lookup(q.hashes, q.ids.length).length,
+    // blocks of q its host tier holds from block `from` on (kv mode's
+    // offload tier index: what the connector's events said)
+    hostRun: (e, q, from) => (e.cache.cpu ? e.cache.cpu.lookup(q.hashes, from, q.hashes.length) : 0),
     // prefixes seen so far whose first block engine e holds
     held: (e) => {
       let n = 0;

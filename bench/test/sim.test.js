@@ -63,13 +63,24 @@ test('unknown policies are refused', () => {
     /unknown policy fastest/);
 });
 
+test('a host tier: more hits than without; weighing it (the C policy, Dynamo weights) more still', () => {
+  const base = ['--workers', '3', '--prefixes', '24', '--concurrency', '8', '--requests', '240',
+    '--measure-from', '48', '--seeds', '1', '--gpus', '24g,8g,8g'];
+  const [none] = sim([...base, 'ttft_c']);
+  const [on, off] = sim([...base, '--cpu-blocks', '3000', 'ttft_c', 'ttft_c:1200:2:40000:0']);
+  assert.ok(off.request_hit_rate > none.request_hit_rate,
+    `the tier loads hits back: ${off.request_hit_rate} > ${none.request_hit_rate}`);
+  assert.ok(on.request_hit_rate > off.request_hit_rate,
+    `weighed, prompts go where their tier is: ${on.request_hit_rate} > ${off.request_hit_rate}`);
+});
+
 test('policy=ttft with speeds learned from the engines\' inter-token latency: more work to the fast node', () => {
   // the seed's nodes (a desktop GPU, two laptops whose steps take 3.3
   // times as long), two prefix types: every request hits, so where it
   // runs is what counts
   const args = ['--workers', '3', '--prefixes', '2', '--concurrency', '8', '--requests', '240',
     '--measure-from', '40', '--seeds', '1', '--gpus', '24g,8g,8g'];
-  const [blind, learned] = sim(args.concat(['ttft_c:1200:2:40000:0', 'ttft_c:1200:2:40000:500']));
+  const [blind, learned] = sim(args.concat(['ttft_c:1200:2:40000:0.75:0', 'ttft_c:1200:2:40000:0.75:500']));
   assert.ok(learned.requests_per_s > 1.1 * blind.requests_per_s, JSON.stringify([blind, learned]));
   assert.ok(learned.ttft_p99_ms <= blind.ttft_p99_ms, JSON.stringify([blind, learned]));
 });
