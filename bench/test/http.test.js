@@ -257,7 +257,7 @@ test('/metrics: the inter-token latency histogram counts each token after the fi
     };
     const a = await itl(fast);
     const b = await itl(slow);
-    assert.ok(a >= 0.005 && a < 0.010, `a step of 5 ms, late by at most a little: ${a}`);
+    assert.ok(a > 0.0045 && a < 0.010, `a step of 5 ms (as the clock reads it), late by at most a little: ${a}`);
     assert.ok(b > 1.5 * a, `a node at half speed: about twice (${a} ${b})`);
   } finally {
     await fast.stop();

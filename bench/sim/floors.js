@@ -1,0 +1,103 @@
+#!/usr/bin/env node
+'use strict';
+// Issue #18's floors in the policy simulator: the seed's grid (6 and 3
+// workers; 2, 7, 12, 24 prefix types; concurrency 4, 8, 16) for round
+// robin, Dynamo's router, the partition of prefix types (the oracle of
+// hits) and kvroute's policy=ttft (the module's C code in WebAssembly)
+// without and with the engines' speeds learned from their inter-token
+// latency (metrics_speed=on, scraped every 500 ms as metrics_interval's
+// default). Each figure is the median over the seeds' runs; 720 requests,
+// the first 96 not counted; one configuration for every point.
+//   node bench/sim/floors.js [--seeds 1,2,3] [--requests 720] [--jsonl FILE]
+// Prints a markdown table and the floors met.
+
+require('./clock');
+const fs = require('node:fs');
+const { parseArgs } = require('node:util');
+const { simulate } = require('./sim');
+const P = require('./policies');
+const C = require('./cpolicy');
+const { parseGpus } = require('../emulator/options');
+const { DEFAULT_MAX_TOKENS } = require('../fidelity/model');
+
+const { values: v } = parseArgs({ options: {
+  seeds: { type: 'string', default: '1,2,3' },
+  requests: { type: 'string', default: '720' },
+  'measure-from': { type: 'string', default: '96' },
+  jsonl: { type: 'string' },
+  workers: { type: 'string', default: '6,3' },
+  prefixes: { type: 'string', default: '2,7,12,24' },
+  concurrency: { type: 'string', default: '4,8,16' },
+} });
+
+const POLICIES = {
+  round_robin: () => P.roundRobin(),
+  dynamo: () => P.dynamoExact(),
+  partition: () => P.partition(),
+  'kvroute ttft': () => C.ttftC(1200, 2, 40000, 0.75, 0),
+  'kvroute ttft+speed': () => C.ttftC(1200, 2, 40000, 0.75, 500),
+};
+
+const median = (xs) => {
+  const a = xs.slice().sort((x, y) => x - y);
+  return a.length % 2 ? a[(a.length - 1) / 2] : (a[a.length / 2 - 1] + a[a.length / 2]) / 2;
+};
+
+const seeds = v.seeds.split(',').map(Number);
+const rows = [];
+for (const w of v.workers.split(',').map(Number)) {
+  for (const p of v.prefixes.split(',').map(Number)) {
+    for (const c of v.concurrency.split(',').map(Number)) {
+      for (const [name, mk] of Object.entries(POLICIES)) {
+        const rs = seeds.map((seed) => simulate({ workers: w, prefixes: p, concurrency: c,
+          requests: Number(v.requests), seed, measureFrom: Number(v['measure-from']),
+          gpus: parseGpus('24g,8g,8g'), maxTokens: DEFAULT_MAX_TOKENS }, mk()));
+        const row = { w, p, c, policy: name, seeds };
+        for (const k of ['request_hit_rate', 'cached_token_ratio', 'ttft_p50_ms', 'ttft_p99_ms', 'requests_per_s']) {
+          row[k] = median(rs.map((r) => r[k]));
+        }
+        rows.push(row);
+        if (v.jsonl) fs.appendFileSync(v.jsonl, JSON.stringify(row) + '\n');
+      }
+    }
+  }
+}
+
+const at = (w, p, c, policy) => rows.find((r) => r.w === w && r.p === p && r.c === c && r.policy === policy);
+const f1 = (x) => (Math.round(x * 10) / 10).toFixed(1);
+const out = ['| point | policy | cached-token ratio | TTFT p50 / p99 ms | req/s | req/s vs Dynamo |',
+  '|---|---|---|---|---|---|'];
+for (const r of rows) {
+  const d = at(r.w, r.p, r.c, 'dynamo');
+  out.push(`| ${r.w}w/${r.p}/c${r.c} | ${r.policy} | ${r.cached_token_ratio.toFixed(3)} | ` +
+    `${f1(r.ttft_p50_ms)} / ${f1(r.ttft_p99_ms)} | ${r.requests_per_s.toFixed(2)} | ` +
+    `${(r.requests_per_s / d.requests_per_s).toFixed(3)} |`);
+}
+process.stdout.write(out.join('\n') + '\n\n');
+
+// the floors, for each kvroute variant
+for (const name of ['kvroute ttft', 'kvroute ttft+speed']) {
+  const mine = rows.filter((r) => r.policy === name);
+  let rps = 0; let p99 = 0; let p99n = 0; let p50 = 0;
+  const misses = [];
+  for (const r of mine) {
+    const d = at(r.w, r.p, r.c, 'dynamo');
+    if (r.requests_per_s >= 0.98 * d.requests_per_s) rps++;
+    else misses.push(`rps ${r.w}w/${r.p}/c${r.c} ${(r.requests_per_s / d.requests_per_s).toFixed(3)}`);
+    if (r.p >= 7) {
+      p99n++;
+      if (r.ttft_p99_ms <= d.ttft_p99_ms) p99++;
+      else misses.push(`p99 ${r.w}w/${r.p}/c${r.c} ${f1(r.ttft_p99_ms)} vs ${f1(d.ttft_p99_ms)}`);
+    }
+    if (r.ttft_p50_ms <= 1.1 * d.ttft_p50_ms) p50++;
+    else misses.push(`p50 ${r.w}w/${r.p}/c${r.c} ${f1(r.ttft_p50_ms)} vs ${f1(d.ttft_p50_ms)}`);
+  }
+  const headline = [[6, 24, 16], [3, 24, 8]].filter(([w, p, c]) => at(w, p, c, name)).map(([w, p, c]) =>
+    `${w}w/${p}/c${c} ${(at(w, p, c, name).requests_per_s / at(w, p, c, 'dynamo').requests_per_s).toFixed(3)}x`);
+  const ctr = [[6, 24, 4], [6, 24, 8], [6, 24, 16], [3, 24, 8]].filter(([w, p, c]) => at(w, p, c, name)).map(([w, p, c]) =>
+    `${w}w/${p}/c${c} ${(at(w, p, c, name).cached_token_ratio / at(w, p, c, 'partition').cached_token_ratio).toFixed(3)}`);
+  process.stdout.write(`${name}: req/s >= 0.98x Dynamo at ${rps}/${mine.length}; ` +
+    `>= 1.10x at the headline points: ${headline.join(', ')}; ` +
+    `p99 <= Dynamo at ${p99}/${p99n} points with 7+ types; p50 <= 1.1x at ${p50}/${mine.length}; ` +
+    `cached-token ratio / partition's: ${ctr.join(', ')}\n  misses: ${misses.join('; ')}\n`);
+}
