@@ -68,8 +68,8 @@ function routerTable(top, build, opts = {}) {
     'kvroute-kv-dynamo': kv(`${events} policy=dynamo`, ['--kv-events', 'zmq']),
     // and with the engines' /metrics: their load, and their step speed
     // from the inter-token latency (metrics_speed, on with metrics=on)
-    'kvroute-kv-metrics': kv(`${events} metrics=on`, ['--kv-events', 'zmq']),
-    'kvroute-kv-metrics-nospeed': kv(`${events} metrics=on metrics_speed=off`, ['--kv-events', 'zmq']),
+    'kvroute-kv-metrics': kv(`${events} metrics=on metrics_speed=on`, ['--kv-events', 'zmq']),
+    'kvroute-kv-metrics-nospeed': kv(`${events} metrics=on`, ['--kv-events', 'zmq']),
     // policy=ttft (prefill ahead, load, KV room), in both modes
     'kvroute-kv-ttft': kv(`${events} policy=ttft`, ['--kv-events', 'zmq']),
     'kvroute-approx-ttft': kv('mode=approx policy=ttft'),
