@@ -1156,7 +1156,26 @@ kvr_bpe_junction(const kvr_tok_bpe_t *bpe, uint32_t last, uint32_t first)
         return (bpe->ascii_junction[bit >> 3] >> (bit & 7)) & 1;
     }
 
+    /* no merge has a char beyond ASCII */
+    if (bpe->junctions == NULL) {
+        return 0;
+    }
+
     return *kvr_bpe_junction_find(bpe, (uint64_t) last << 32 | first) != 0;
+}
+
+
+int
+kvr_tok_bpe_joins(const kvr_tok_bpe_t *bpe, uint32_t last, uint32_t first)
+{
+    return kvr_bpe_junction(bpe, last, first);
+}
+
+
+int
+kvr_tok_bpe_cuts_words(const kvr_tok_bpe_t *bpe)
+{
+    return bpe->chars && bpe->split_words && !bpe->ignore_merges;
 }
 
 

@@ -56,6 +56,17 @@ int kvr_tok_bpe_set_chars(kvr_tok_bpe_t *bpe, int byte_fallback,
 int kvr_tok_bpe_add_junction(kvr_tok_bpe_t *bpe, uint32_t last,
     uint32_t first);
 
+/*
+ * 1 when a piece's ids are those of its parts cut between chars no merge
+ * joins (the char model, byte fallback complete or no unk, no
+ * ignore_merges' whole-piece lookup)
+ */
+int kvr_tok_bpe_cuts_words(const kvr_tok_bpe_t *bpe);
+
+/* 1 when some merge joins a symbol ending in last to one starting first */
+int kvr_tok_bpe_joins(const kvr_tok_bpe_t *bpe, uint32_t last,
+    uint32_t first);
+
 /* call after vocab and merges are complete; -1 when out of memory */
 int kvr_tok_bpe_finish(kvr_tok_bpe_t *bpe, int ignore_merges);
 

@@ -356,6 +356,29 @@ kvr_tok_presplit_first_sensitive(const kvr_tok_presplit_t *ps)
 }
 
 
+int
+kvr_tok_presplit_whole(const kvr_tok_presplit_t *ps,
+    const kvr_tok_norm_t *norm)
+{
+    size_t                      i;
+    const kvr_presplit_step_t  *st;
+
+    for (i = 0; i < ps->n; i++) {
+        st = &ps->steps[i];
+
+        /* no match: every behaviour keeps the piece whole */
+        if (st->type != KVR_STEP_STRING || st->invert
+            || !kvr_tok_norm_excludes(norm, (const uint8_t *) st->literal,
+                                      st->literal_len))
+        {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
 /* a piece of step ctx->next - 1, from the fast Isolated regex split */
 static int
 kvr_presplit_isolated_piece(void *data, const uint8_t *piece, size_t len)

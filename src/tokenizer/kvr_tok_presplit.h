@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <jansson.h>
 
+#include "kvr_tok_normalizers.h"
 #include "kvr_tok_pretok.h"
 
 
@@ -44,6 +45,14 @@ void kvr_tok_presplit_free(kvr_tok_presplit_t *ps);
  * (Metaspace prepend_scheme "first"), so the segment cache must key on it
  */
 int kvr_tok_presplit_first_sensitive(const kvr_tok_presplit_t *ps);
+
+/*
+ * 1 when every segment norm gives is one piece: no steps, or Splits (not
+ * inverted) on literals that norm's text never holds (Gemma 3's Split on
+ * " " after its Replace of " ")
+ */
+int kvr_tok_presplit_whole(const kvr_tok_presplit_t *ps,
+    const kvr_tok_norm_t *norm);
 
 /*
  * Runs the chain on one normalized segment of valid UTF-8; at_start: the

@@ -26,6 +26,14 @@
 #define KVR_TOK_MAX_AFFIX  8
 #define KVR_TOK_MAX_FILE   (256 * 1024 * 1024)
 
+/*
+ * raw chunks: a long gap of a raw_chunks tokenizer is cut into chunks of
+ * at least KVR_TOK_CHUNK bytes, those after the first looked up in a
+ * per-process cache of KVR_TOK_CHUNK_CACHE bytes
+ */
+#define KVR_TOK_CHUNK        256
+#define KVR_TOK_CHUNK_CACHE  (4u << 20)
+
 
 struct kvr_tokenizer_s {
     kvr_tok_bpe_t       *bpe;
@@ -36,6 +44,13 @@ struct kvr_tokenizer_s {
 
     int                  byte_level;     /* the pre-tokenizer ends so */
     int                  first_sensitive;
+
+    /*
+     * the normalizer is bytewise, the pre-tokenizer keeps a gap whole and
+     * the model cuts words: a gap's ids are those of its raw parts cut
+     * where the normalized text can be cut
+     */
+    int                  raw_chunks;
     int                  split_special;  /* split_special_tokens */
     size_t             max_input;
 
@@ -45,12 +60,22 @@ struct kvr_tokenizer_s {
     uint32_t           suffix[KVR_TOK_MAX_AFFIX];
     size_t             n_suffix;
 
-    /* per process: the segment cache and check mode's scratch ids */
+    /*
+     * per process: the normalized gap, the segment cache, the raw chunks
+     * after a long gap's first (made on first use), check mode's ids
+     */
+    kvr_tok_norm_buf_t normalized;
     kvr_tok_cache_t   *cache;
     size_t             cache_min;
+    kvr_tok_cache_t   *chunks;
+    int                chunks_failed;
     int                cache_check;
     kvr_ids_t          check;
 };
+
+
+typedef int (*kvr_tok_encode_pt)(kvr_tokenizer_t *tk, const uint8_t *s,
+    size_t len, int at_start, kvr_ids_t *out);
 
 
 typedef struct {
@@ -904,6 +929,10 @@ kvr_tokenizer_load(const char *json_path, const char *config_path,
 
     json_decref(root);
 
+    tk->raw_chunks = kvr_tok_norm_bytewise(tk->norm)
+                     && kvr_tok_presplit_whole(tk->presplit, tk->norm)
+                     && kvr_tok_bpe_cuts_words(tk->bpe);
+
     if (kvr_tokenizer_set_segment_cache(tk, KVR_TOK_SEGMENT_MIN,
                                         KVR_TOK_SEGMENT_CACHE)
         != 0)
@@ -944,6 +973,8 @@ kvr_tokenizer_free(kvr_tokenizer_t *tk)
     kvr_tok_added_free(tk->added);
     kvr_tok_added_free(tk->added_norm);
     kvr_tok_cache_free(tk->cache);
+    kvr_tok_cache_free(tk->chunks);
+    kvr_tok_norm_buf_free(&tk->normalized);
     kvr_ids_free(&tk->check);
     free(tk);
 }
@@ -956,6 +987,10 @@ kvr_tokenizer_set_segment_cache(kvr_tokenizer_t *tk, size_t min_len,
     kvr_tok_cache_free(tk->cache);
     tk->cache = NULL;
     tk->cache_min = min_len;
+
+    kvr_tok_cache_free(tk->chunks);
+    tk->chunks = NULL;
+    tk->chunks_failed = 0;
 
     if (max_bytes == 0) {
         return 0;
@@ -1010,33 +1045,24 @@ static int
 kvr_tok_encode_text(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
     int at_start, kvr_ids_t *out)
 {
-    int                    rc;
-    size_t                 norm_len;
-    uint8_t               *norm;
     kvr_tok_encode_ctx_t   ctx;
 
     if (len == 0) {
         return KVR_TOK_OK;
     }
 
-    if (kvr_tok_norm_apply(tk->norm, s, len, &norm, &norm_len) != 0) {
+    /* the normalized text lives in tk->normalized until the next gap */
+    if (kvr_tok_norm_apply(tk->norm, s, len, &tk->normalized, &s, &len)
+        != 0)
+    {
         return KVR_TOK_NORMALIZE;
-    }
-
-    if (norm != NULL) {
-        s = norm;
-        len = norm_len;
     }
 
     ctx.tk = tk;
     ctx.out = out;
 
-    rc = kvr_tok_presplit_run(tk->presplit, s, len, at_start, kvr_tok_piece,
-                              &ctx);
-
-    free(norm);
-
-    return rc;
+    return kvr_tok_presplit_run(tk->presplit, s, len, at_start,
+                                kvr_tok_piece, &ctx);
 }
 
 
@@ -1059,30 +1085,21 @@ kvr_tok_encode_gap(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
 
 
 /*
- * A gap through the segment cache: text between added tokens of both
- * kinds (normalized=true ones too, e.g. DeepSeek-V3's <｜User｜>, so that
- * a system prompt before them is a gap of its own).  Its ids depend on its
- * bytes only (NFC, the split and BPE all run per gap), so the raw bytes
- * are the key.
+ * s through cache, keyed by its bytes: a hit is copied (in check mode
+ * encoded again and compared), a miss encoded and stored
  */
 static int
-kvr_tok_encode_segment(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
-    int at_start, kvr_ids_t *out)
+kvr_tok_encode_cached(kvr_tokenizer_t *tk, kvr_tok_cache_t *cache,
+    kvr_tok_encode_pt encode, const uint8_t *s, size_t len, int at_start,
+    kvr_ids_t *out)
 {
     int              rc;
     size_t           first, n_ids;
     uint64_t         hash;
     const uint32_t  *ids;
 
-    /* Metaspace "first" treats the input's first gap differently */
-    if (tk->cache == NULL || len < tk->cache_min || len == 0
-        || (at_start && tk->first_sensitive))
-    {
-        return kvr_tok_encode_text(tk, s, len, at_start, out);
-    }
-
-    hash = kvr_tok_cache_hash(tk->cache, s, len);
-    ids = kvr_tok_cache_get(tk->cache, s, len, hash, &n_ids);
+    hash = kvr_tok_cache_hash(cache, s, len);
+    ids = kvr_tok_cache_get(cache, s, len, hash, &n_ids);
 
     if (ids != NULL) {
 
@@ -1090,7 +1107,7 @@ kvr_tok_encode_segment(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
             tk->check.n = 0;
             tk->check.max = n_ids + 1;
 
-            rc = kvr_tok_encode_text(tk, s, len, 0, &tk->check);
+            rc = encode(tk, s, len, at_start, &tk->check);
 
             if (rc != KVR_TOK_OK || tk->check.n != n_ids
                 || (n_ids != 0 && memcmp(tk->check.ids, ids,
@@ -1105,7 +1122,7 @@ kvr_tok_encode_segment(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
 
     first = out->n;
 
-    rc = kvr_tok_encode_text(tk, s, len, at_start, out);
+    rc = encode(tk, s, len, at_start, out);
     if (rc != KVR_TOK_OK) {
         return rc;
     }
@@ -1114,11 +1131,154 @@ kvr_tok_encode_segment(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
      * not cached when out of memory: the ids in out are right anyway;
      * out->ids is still NULL when nothing was pushed yet
      */
-    (void) kvr_tok_cache_put(tk->cache, s, len, hash,
+    (void) kvr_tok_cache_put(cache, s, len, hash,
                              out->n > first ? out->ids + first : NULL,
                              out->n - first);
 
     return KVR_TOK_OK;
+}
+
+
+/*
+ * The first raw cut at or after from (>= 1), or len: a char boundary
+ * where no merge joins the last char of the normalized text before to the
+ * first char of the normalized text after
+ */
+static size_t
+kvr_tok_chunk_cut(const kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
+    size_t from)
+{
+    size_t    i, k, n;
+    uint32_t  cp, first, last, prev;
+
+    while (from < len && (s[from] & 0xc0) == 0x80) {
+        from++;
+    }
+
+    if (from >= len) {
+        return len;
+    }
+
+    for (k = from - 1; k > 0 && (s[k] & 0xc0) == 0x80; k--) {
+        /* void */
+    }
+
+    /* s is valid UTF-8 */
+    (void) kvr_tok_utf8_decode(s + k, len - k, &cp);
+    kvr_tok_norm_char_ends(tk->norm, cp, &first, &prev);
+
+    for (i = from; i < len; i += n) {
+        if (s[i] < 0x80) {
+            cp = s[i];
+            n = 1;
+
+        } else {
+            n = kvr_tok_utf8_decode(s + i, len - i, &cp);
+        }
+
+        kvr_tok_norm_char_ends(tk->norm, cp, &first, &last);
+
+        if (!kvr_tok_bpe_joins(tk->bpe, prev, first)) {
+            return i;
+        }
+
+        prev = last;
+    }
+
+    return len;
+}
+
+
+/* a raw chunk after a gap's first: normalized without the prefix, whole */
+static int
+kvr_tok_encode_rest(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
+    int at_start, kvr_ids_t *out)
+{
+    (void) at_start;
+
+    if (kvr_tok_norm_apply_rest(tk->norm, s, len, &tk->normalized, &s, &len)
+        != 0)
+    {
+        return KVR_TOK_NORMALIZE;
+    }
+
+    return kvr_tok_bpe_encode(tk->bpe, s, len, out);
+}
+
+
+/*
+ * A long gap of a raw_chunks tokenizer in raw chunks cut from its start,
+ * so that gaps that begin alike (a chat's system prompt, then different
+ * questions, in one gap for Llama-2's and Gemma 3's templates) share
+ * their first chunks: those come from the caches without being
+ * normalized, and only the rest of the gap is encoded.  The first chunk
+ * is the gap of its bytes (the segment cache's), the others are keyed
+ * apart as they are normalized without the prefix.
+ */
+static int
+kvr_tok_encode_chunks(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
+    int at_start, kvr_ids_t *out)
+{
+    int     rc;
+    size_t  start, end;
+
+    end = kvr_tok_chunk_cut(tk, s, len, KVR_TOK_CHUNK);
+
+    rc = kvr_tok_encode_cached(tk, tk->cache, kvr_tok_encode_text, s, end,
+                               at_start, out);
+    if (rc != KVR_TOK_OK) {
+        return rc;
+    }
+
+    for (start = end; len - start > KVR_TOK_CHUNK; start = end) {
+        end = kvr_tok_chunk_cut(tk, s, len, start + KVR_TOK_CHUNK);
+        if (end == len) {
+            break;
+        }
+
+        rc = kvr_tok_encode_cached(tk, tk->chunks, kvr_tok_encode_rest,
+                                   s + start, end - start, 0, out);
+        if (rc != KVR_TOK_OK) {
+            return rc;
+        }
+    }
+
+    return kvr_tok_encode_rest(tk, s + start, len - start, 0, out);
+}
+
+
+/*
+ * A gap through the segment cache: text between added tokens of both
+ * kinds (normalized=true ones too, e.g. DeepSeek-V3's <｜User｜>, so that
+ * a system prompt before them is a gap of its own).  Its ids depend on its
+ * bytes only (NFC, the split and BPE all run per gap), so the raw bytes
+ * are the key.
+ */
+static int
+kvr_tok_encode_segment(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
+    int at_start, kvr_ids_t *out)
+{
+    /* Metaspace "first" treats the input's first gap differently */
+    if (tk->cache == NULL || len < tk->cache_min || len == 0
+        || (at_start && tk->first_sensitive))
+    {
+        return kvr_tok_encode_text(tk, s, len, at_start, out);
+    }
+
+    if (tk->raw_chunks && len >= 2 * KVR_TOK_CHUNK) {
+
+        if (tk->chunks == NULL && !tk->chunks_failed) {
+            tk->chunks = kvr_tok_cache_create(KVR_TOK_CHUNK_CACHE);
+            tk->chunks_failed = (tk->chunks == NULL);
+        }
+
+        if (tk->chunks != NULL) {
+            return kvr_tok_encode_chunks(tk, s, len, at_start, out);
+        }
+    }
+
+    return kvr_tok_encode_cached(tk, tk->cache, kvr_tok_encode_text, s, len,
+                                 at_start, out);
 }
 
 

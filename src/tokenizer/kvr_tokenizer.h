@@ -8,9 +8,10 @@
  *
  * Load once (e.g. in the nginx master); after that the tokenizer is only
  * read, except for a per-process scratch area, the word cache and the
- * segment cache (whole gaps between added tokens, 4 MB by default), which
- * fork's copy-on-write makes private.  One tokenizer must not be used by
- * two threads at a time.
+ * segment cache (whole gaps between added tokens, 4 MB by default; for
+ * Llama-2 and Gemma 3 a long gap's first chunk, the other chunks in a
+ * cache of their own of 4 MB), which fork's copy-on-write makes private.
+ * One tokenizer must not be used by two threads at a time.
  */
 
 #ifndef _KVR_TOKENIZER_H_INCLUDED_
@@ -60,9 +61,12 @@ const char *kvr_tokenizer_status_name(int status);
 /*
  * The segment cache (kvr_tok_cache.h): the ids of every gap between added
  * tokens of at least min_len bytes are kept, within max_bytes of memory
- * (entries, keys, ids; plus a bucket array of max_bytes / 64).  max_bytes
- * 0 turns it off.  Drops the entries cached so far.  Returns 0, or -1
- * when out of memory (the cache is then off).
+ * (entries, keys, ids; plus a bucket array of max_bytes / 64).  A
+ * tokenizer whose normalizer is bytewise and whose pre-tokenizer keeps a
+ * gap whole (Llama-2, Gemma 3) keeps a long gap in raw chunks instead:
+ * its first chunk here, the others in a 4 MB cache of their own.
+ * max_bytes 0 turns both off.  Drops the entries cached so far.  Returns
+ * 0, or -1 when out of memory (the cache is then off).
  */
 int kvr_tokenizer_set_segment_cache(kvr_tokenizer_t *tk, size_t min_len,
     size_t max_bytes);

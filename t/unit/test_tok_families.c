@@ -4,7 +4,8 @@
  * Unit tests of the tokenizer families beyond Qwen3 / Llama-3.x: what a
  * tokenizer.json of an unsupported kind is refused with (the component
  * named), a tiny SentencePiece-style model (byte fallback, unk, fuse_unk),
- * the Split behaviours and Metaspace on their own, and ids of the real
+ * the normalizer's one pass against its steps, the Split behaviours and
+ * Metaspace on their own, and ids of the real
  * Llama-2, Gemma 3, DeepSeek-V3 and gpt-oss files.  Every expected value
  * was produced by HF tokenizers 0.23.2 (the npm binding) from the same
  * input.  A missing model file fails (`make test-unit` installs them).
@@ -17,6 +18,7 @@
 
 #include "tap.h"
 #include "kvr_tokenizer.h"
+#include "kvr_tok_normalizers.h"
 #include "kvr_tok_presplit.h"
 #include "kvr_tok_pretok.h"
 
@@ -473,6 +475,109 @@ split_with(const char *json, const char *text, int at_start, pieces_t *p)
 }
 
 
+/*
+ * Normalizer sequences of Prepend and Replace of one ASCII byte run in
+ * one pass; it must give what the steps give one at a time, whatever the
+ * steps put in each other's way (a replacement holding a later pattern, a
+ * Prepend before a Replace of its text), over the 16-byte blocks' edges;
+ * sequences outside the one-pass form (too many bytes, long or empty
+ * replacements, NFC) take the steps
+ */
+static void
+test_normalizer_one_pass(void)
+{
+    int                  same, bytewise;
+    char                 err[256];
+    size_t               i, k, n, len, a_len, b_len;
+    json_t              *json;
+    uint8_t              text[160];
+    uint32_t             seed;
+    const uint8_t       *a, *b;
+    kvr_tok_norm_t      *norm;
+    kvr_tok_norm_buf_t   one, steps;
+
+#define REPL(p, c)                                                           \
+    "{\"type\": \"Replace\", \"pattern\": {\"String\": \"" p "\"},"          \
+    " \"content\": \"" c "\"}"
+#define PREP(c)  "{\"type\": \"Prepend\", \"prepend\": \"" c "\"}"
+#define SEQ(...) "{\"type\": \"Sequence\", \"normalizers\": [" __VA_ARGS__ "]}"
+
+    static const struct {
+        const char  *json;
+        int          one_pass;
+    } cases[] = {
+        { SEQ(PREP(SP) "," REPL(" ", SP)), 1 },
+        { REPL(" ", SP), 1 },
+        { PREP(SP), 1 },
+        { SEQ(REPL("a", "ab") "," PREP("b") "," REPL("b", "c")), 1 },
+        { SEQ(REPL(" ", "  ") "," REPL(" ", "x_") "," REPL("_", "\\u00e9")),
+          1 },
+        { SEQ(PREP("x ") "," REPL(" ", "__") "," PREP(" ") ","
+              REPL("_", SP "a")), 1 },
+        { SEQ(REPL("a", "b") "," REPL("b", "a")), 1 },
+        { SEQ(REPL("a", "1") "," REPL("b", "2") "," REPL(" ", "3") ","
+              REPL("x", "4") "," REPL("_", "5")), 0 },
+        { SEQ(REPL(" ", "0123456789abcdefg")), 0 },
+        { SEQ(REPL(" ", "") "," PREP(SP)), 0 },
+        { SEQ(REPL("ab", "c") "," PREP(SP)), 0 },
+        { SEQ("{\"type\": \"NFC\"}," REPL(" ", SP)), 0 },
+    };
+    static const char  *alphabet[] = {
+        "a", "b", " ", "_", "x", "\xc3\xa9", SP, "e\xcc\x81", "\xf0\x9f\x98\x80"
+    };
+
+#undef REPL
+#undef PREP
+#undef SEQ
+
+    memset(&one, 0, sizeof(one));
+    memset(&steps, 0, sizeof(steps));
+    seed = 7;
+
+    for (k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        json = json_loads(cases[k].json, 0, NULL);
+        norm = json ? kvr_tok_norm_load(json, err, sizeof(err)) : NULL;
+        json_decref(json);
+
+        if (norm == NULL) {
+            tap_ok(0, "normalizer %zu loads", k);
+            continue;
+        }
+
+        bytewise = kvr_tok_norm_bytewise(norm);
+        same = 1;
+
+        for (i = 0; i < 2000 && same; i++) {
+            /* random texts of 0 to ~150 bytes */
+            len = 0;
+            n = i % 40;
+
+            while (n-- > 0 && len + 4 < sizeof(text)) {
+                seed = seed * 1103515245 + 12345;
+                a = (const uint8_t *) alphabet[(seed >> 16)
+                                  % (sizeof(alphabet) / sizeof(alphabet[0]))];
+                memcpy(text + len, a, strlen((const char *) a));
+                len += strlen((const char *) a);
+            }
+
+            same = kvr_tok_norm_apply(norm, text, len, &one, &a, &a_len) == 0
+                   && kvr_tok_norm_apply_steps(norm, text, len, &steps, &b,
+                                               &b_len) == 0
+                   && a_len == b_len && memcmp(a, b, a_len) == 0;
+        }
+
+        tap_ok(same && bytewise == cases[k].one_pass,
+               "normalizer %zu (%s): one pass %s, the steps' text on 2000 "
+               "texts", k, cases[k].json, bytewise ? "yes" : "no");
+
+        kvr_tok_norm_free(norm);
+    }
+
+    kvr_tok_norm_buf_free(&one);
+    kvr_tok_norm_buf_free(&steps);
+}
+
+
 static void
 test_split_behaviours(void)
 {
@@ -645,22 +750,32 @@ test_models(void)
 
 
 /*
- * The char model's chunk cache: texts that begin alike (a long system
- * prompt) share chunks; the second text's ids equal a fresh tokenizer's,
- * whatever the chunks cut (spaces, accents, emoji, byte fallback)
+ * Long gaps in chunks (raw chunks for Llama-2 and Gemma 3, whose
+ * normalizers are bytewise, and the char model's chunk cache): texts that
+ * begin alike (a long system prompt) share chunks; every text's ids equal
+ * those of a tokenizer without caches, whatever the chunks cut (spaces,
+ * accents, emoji, byte fallback), and in check mode every hit is encoded
+ * again and compared
  */
 static void
 test_chunks(const char *name)
 {
-    int               same;
-    char             *text;
-    size_t            i, len, head;
-    kvr_ids_t         warm, cold;
-    kvr_tokenizer_t  *tk, *fresh;
+    int                           same;
+    char                         *text;
+    size_t                        i, k, len, head;
+    kvr_ids_t                     warm, cold;
+    kvr_tokenizer_t              *tk, *fresh;
+    kvr_tokenizer_cache_stats_t   st;
     static const char  *words[] = {
         "the", "  model", "caf\xc3\xa9", "\xf0\x9f\x98\x80", "\xe4\xb8\x96"
         "\xe7\x95\x8c", "\xf0\x9d\x94\x98", "x", "   ", "na\xc3\xafve", "12345",
         "\n", "don't"
+    };
+    static const char  *tails[] = {
+        " first question?", "\xc3\xa9 other one", "", " \xf0\x9d\x94\x98",
+        "  three spaces then a longer question that runs over a chunk of "
+        "its own: the quick brown fox jumps over the lazy dog, twice; the "
+        "quick brown fox jumps over the lazy dog"
     };
 
     tk = load_model(name);
@@ -673,6 +788,10 @@ test_chunks(const char *name)
         return;
     }
 
+    /* the reference: every gap normalized and encoded whole */
+    kvr_tokenizer_set_segment_cache(fresh, 0, 0);
+    kvr_tokenizer_set_cache_check(tk, 1);
+
     head = 0;
     for (i = 0; head < 6000; i++) {
         head += (size_t) sprintf(text + head, " %s", words[(i * 7 + i / 13)
@@ -681,19 +800,49 @@ test_chunks(const char *name)
 
     kvr_ids_init(&warm, 1 << 16);
     kvr_ids_init(&cold, 1 << 16);
+    same = 1;
 
-    len = head + (size_t) sprintf(text + head, " first question?");
-    (void) kvr_tokenizer_encode(tk, text, len, 0, &warm);
+    /* the same head, then a head cut short at every 997th byte */
+    for (k = 0; k < 2 * sizeof(tails) / sizeof(tails[0]) && same; k++) {
+        len = (k < sizeof(tails) / sizeof(tails[0])) ? head
+              : head - 997 * k % 1500;
+        len += (size_t) sprintf(text + len, "%s",
+                                tails[k % (sizeof(tails) / sizeof(tails[0]))]);
+        kvr_ids_reset(&warm);
+        kvr_ids_reset(&cold);
 
-    len = head + (size_t) sprintf(text + head, "\xc3\xa9 other one");
-    kvr_ids_reset(&warm);
-    same = kvr_tokenizer_encode(tk, text, len, 0, &warm) == KVR_TOK_OK
-           && kvr_tokenizer_encode(fresh, text, len, 0, &cold) == KVR_TOK_OK
-           && warm.n == cold.n && warm.n > 1000
-           && memcmp(warm.ids, cold.ids, warm.n * sizeof(uint32_t)) == 0;
+        same = kvr_tokenizer_encode(tk, text, len, 0, &warm) == KVR_TOK_OK
+               && kvr_tokenizer_encode(fresh, text, len, 0, &cold)
+                  == KVR_TOK_OK
+               && warm.n == cold.n && warm.n > 1000
+               && memcmp(warm.ids, cold.ids, warm.n * sizeof(uint32_t)) == 0;
+    }
 
-    tap_ok(same, "%s: a text with cached chunks encodes as a fresh "
-           "tokenizer does (%zu ids)", name, warm.n);
+    tap_ok(same, "%s: texts with cached chunks encode as a tokenizer "
+           "without caches does (%zu of %zu texts, check mode)", name, k,
+           2 * sizeof(tails) / sizeof(tails[0]));
+
+    /*
+     * prose (Gemma 3's runs of white space are added tokens): the gaps
+     * all differ, so hits are the first chunk's, a gap of its own
+     */
+    kvr_tokenizer_set_segment_cache(tk, KVR_TOK_SEGMENT_MIN,
+                                    KVR_TOK_SEGMENT_CACHE);
+    head = 0;
+    for (i = 0; head < 3000; i++) {
+        head += (size_t) sprintf(text + head, "%s ", words[i % 3]);
+    }
+
+    for (k = 0; k < 3; k++) {
+        len = head + (size_t) sprintf(text + head, "question %zu?", k);
+        kvr_ids_reset(&warm);
+        (void) kvr_tokenizer_encode(tk, text, len, 0, &warm);
+    }
+
+    kvr_tokenizer_cache_stats(tk, &st);
+
+    tap_ok(st.hits == 2, "%s: the long gaps' first chunk is a segment cache "
+           "hit (%llu hits)", name, (unsigned long long) st.hits);
 
     kvr_ids_free(&warm);
     kvr_ids_free(&cold);
@@ -756,6 +905,7 @@ main(void)
     test_ascii_matcher(DEEPSEEK_RE2, "deepseek CJK");
     test_ascii_matcher(DEEPSEEK_RE3, "deepseek words");
     test_sentencepiece();
+    test_normalizer_one_pass();
     test_split_behaviours();
     test_metaspace();
     test_models();
