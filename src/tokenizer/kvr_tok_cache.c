@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include "kvr_tok_cache.h"

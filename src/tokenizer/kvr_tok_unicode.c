@@ -270,12 +270,23 @@ kvr_tok_utf8_valid(const uint8_t *s, size_t len)
 {
     size_t    i, n;
     uint32_t  cp;
-    uint64_t  word;
+    uint64_t  word, words[4];
 
     i = 0;
 
     while (i < len) {
-        /* ascii runs eight bytes at a time */
+        /* ascii runs 32 bytes at a time, then eight */
+        if (len - i >= 32) {
+            memcpy(words, s + i, 32);
+
+            if (((words[0] | words[1] | words[2] | words[3])
+                 & 0x8080808080808080ull) == 0)
+            {
+                i += 32;
+                continue;
+            }
+        }
+
         if (len - i >= 8) {
             memcpy(&word, s + i, 8);
 

@@ -35,6 +35,13 @@
 #define KVR_TOK_CHUNK_CACHE  (4u << 20)
 
 
+/* a raw chunk of a long gap: where it ends, its hash for its cache */
+typedef struct {
+    size_t               end;
+    uint64_t             hash;
+} kvr_tok_chunk_t;
+
+
 struct kvr_tokenizer_s {
     kvr_tok_bpe_t       *bpe;
     kvr_tok_norm_t      *norm;
@@ -69,6 +76,9 @@ struct kvr_tokenizer_s {
     size_t             cache_min;
     kvr_tok_cache_t   *chunks;
     int                chunks_failed;
+    kvr_tok_chunk_t   *plan;           /* a long gap's chunks */
+    size_t             n_plan;
+    size_t             plan_cap;
     int                cache_check;
     kvr_ids_t          check;
 };
@@ -974,6 +984,7 @@ kvr_tokenizer_free(kvr_tokenizer_t *tk)
     kvr_tok_added_free(tk->added_norm);
     kvr_tok_cache_free(tk->cache);
     kvr_tok_cache_free(tk->chunks);
+    free(tk->plan);
     kvr_tok_norm_buf_free(&tk->normalized);
     kvr_ids_free(&tk->check);
     free(tk);
@@ -1085,39 +1096,63 @@ kvr_tok_encode_gap(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
 
 
 /*
- * s through cache, keyed by its bytes: a hit is copied (in check mode
- * encoded again and compared), a miss encoded and stored
+ * A hit of s in cache appended to out (in check mode s is encoded again
+ * by encode and compared): 1, 0 on a miss, or a negative KVR_TOK_* status
  */
 static int
-kvr_tok_encode_cached(kvr_tokenizer_t *tk, kvr_tok_cache_t *cache,
-    kvr_tok_encode_pt encode, const uint8_t *s, size_t len, int at_start,
-    kvr_ids_t *out)
+kvr_tok_cache_answer(kvr_tokenizer_t *tk, kvr_tok_cache_t *cache,
+    kvr_tok_encode_pt encode, const uint8_t *s, size_t len, uint64_t hash,
+    int at_start, kvr_ids_t *out)
 {
     int              rc;
-    size_t           first, n_ids;
-    uint64_t         hash;
+    size_t           n_ids;
     const uint32_t  *ids;
 
-    hash = kvr_tok_cache_hash(cache, s, len);
     ids = kvr_tok_cache_get(cache, s, len, hash, &n_ids);
 
-    if (ids != NULL) {
+    if (ids == NULL) {
+        return 0;
+    }
 
-        if (tk->cache_check) {
-            tk->check.n = 0;
-            tk->check.max = n_ids + 1;
+    if (tk->cache_check) {
+        tk->check.n = 0;
+        tk->check.max = n_ids + 1;
 
-            rc = encode(tk, s, len, at_start, &tk->check);
+        rc = encode(tk, s, len, at_start, &tk->check);
 
-            if (rc != KVR_TOK_OK || tk->check.n != n_ids
-                || (n_ids != 0 && memcmp(tk->check.ids, ids,
-                                         n_ids * sizeof(uint32_t)) != 0))
-            {
-                return KVR_TOK_CACHE_DIFFERS;
-            }
+        if (rc != KVR_TOK_OK || tk->check.n != n_ids
+            || (n_ids != 0 && memcmp(tk->check.ids, ids,
+                                     n_ids * sizeof(uint32_t)) != 0))
+        {
+            return KVR_TOK_CACHE_DIFFERS;
         }
+    }
 
-        return kvr_ids_append(out, ids, n_ids);
+    rc = kvr_ids_append(out, ids, n_ids);
+
+    return rc == KVR_TOK_OK ? 1 : rc;
+}
+
+
+/*
+ * s through cache, under hash: a hit is copied, a miss encoded and stored
+ * (*missed set, when not NULL)
+ */
+static int
+kvr_tok_encode_hashed(kvr_tokenizer_t *tk, kvr_tok_cache_t *cache,
+    kvr_tok_encode_pt encode, const uint8_t *s, size_t len, uint64_t hash,
+    int at_start, int *missed, kvr_ids_t *out)
+{
+    int     rc;
+    size_t  first;
+
+    rc = kvr_tok_cache_answer(tk, cache, encode, s, len, hash, at_start, out);
+    if (rc != 0) {
+        return rc > 0 ? KVR_TOK_OK : rc;
+    }
+
+    if (missed != NULL) {
+        *missed = 1;
     }
 
     first = out->n;
@@ -1136,6 +1171,18 @@ kvr_tok_encode_cached(kvr_tokenizer_t *tk, kvr_tok_cache_t *cache,
                              out->n - first);
 
     return KVR_TOK_OK;
+}
+
+
+/* s through cache, keyed by its bytes */
+static int
+kvr_tok_encode_cached(kvr_tokenizer_t *tk, kvr_tok_cache_t *cache,
+    kvr_tok_encode_pt encode, const uint8_t *s, size_t len, int at_start,
+    kvr_ids_t *out)
+{
+    return kvr_tok_encode_hashed(tk, cache, encode, s, len,
+                                 kvr_tok_cache_hash(cache, s, len), at_start,
+                                 NULL, out);
 }
 
 
@@ -1189,6 +1236,45 @@ kvr_tok_chunk_cut(const kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
 }
 
 
+/*
+ * The raw chunks of a long gap, cut from its start: their ends and
+ * hashes in tk->plan, the first chunk's for the segment cache, the
+ * others' for the chunk cache; -1 out of memory
+ */
+static int
+kvr_tok_chunk_plan(kvr_tokenizer_t *tk, const uint8_t *s, size_t len)
+{
+    size_t            start, end, cap;
+    kvr_tok_chunk_t  *plan;
+
+    tk->n_plan = 0;
+
+    for (start = 0; start < len; start = end) {
+        if (tk->n_plan == tk->plan_cap) {
+            cap = tk->plan_cap ? 2 * tk->plan_cap : 64;
+            plan = realloc(tk->plan, cap * sizeof(kvr_tok_chunk_t));
+            if (plan == NULL) {
+                return -1;
+            }
+
+            tk->plan = plan;
+            tk->plan_cap = cap;
+        }
+
+        end = (len - start > KVR_TOK_CHUNK)
+              ? kvr_tok_chunk_cut(tk, s, len, start + KVR_TOK_CHUNK) : len;
+
+        tk->plan[tk->n_plan].end = end;
+        tk->plan[tk->n_plan].hash = kvr_tok_cache_hash(start == 0 ? tk->cache
+                                                       : tk->chunks,
+                                                       s + start, end - start);
+        tk->n_plan++;
+    }
+
+    return 0;
+}
+
+
 /* a raw chunk after a gap's first: normalized without the prefix, whole */
 static int
 kvr_tok_encode_rest(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
@@ -1211,39 +1297,70 @@ kvr_tok_encode_rest(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
  * so that gaps that begin alike (a chat's system prompt, then different
  * questions, in one gap for Llama-2's and Gemma 3's templates) share
  * their first chunks: those come from the caches without being
- * normalized, and only the rest of the gap is encoded.  The first chunk
- * is the gap of its bytes (the segment cache's), the others are keyed
- * apart as they are normalized without the prefix.
+ * normalized, and only the chunks from where the gaps differ are
+ * encoded.  The first chunk is the gap of its bytes (the segment
+ * cache's), the others are keyed apart as they are normalized without
+ * the prefix.  The whole gap goes to the segment cache too, under a hash
+ * of its chunks' hashes (no second pass over its bytes), once it is seen
+ * twice: when every chunk came from the caches (a repeated system prompt
+ * that is a gap of its own), not when one is new (a new question).
  */
 static int
-kvr_tok_encode_chunks(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
+kvr_tok_encode_long(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
     int at_start, kvr_ids_t *out)
 {
-    int     rc;
-    size_t  start, end;
+    int       rc, missed;
+    size_t    i, start, first;
+    uint64_t  hash;
 
-    end = kvr_tok_chunk_cut(tk, s, len, KVR_TOK_CHUNK);
-
-    rc = kvr_tok_encode_cached(tk, tk->cache, kvr_tok_encode_text, s, end,
-                               at_start, out);
-    if (rc != KVR_TOK_OK) {
-        return rc;
+    if (kvr_tok_chunk_plan(tk, s, len) != 0) {
+        return KVR_TOK_NO_MEMORY;
     }
 
-    for (start = end; len - start > KVR_TOK_CHUNK; start = end) {
-        end = kvr_tok_chunk_cut(tk, s, len, start + KVR_TOK_CHUNK);
-        if (end == len) {
-            break;
-        }
+    if (tk->n_plan == 1) {
+        return kvr_tok_encode_hashed(tk, tk->cache, kvr_tok_encode_text, s,
+                                     len, tk->plan[0].hash, at_start, NULL,
+                                     out);
+    }
 
-        rc = kvr_tok_encode_cached(tk, tk->chunks, kvr_tok_encode_rest,
-                                   s + start, end - start, 0, out);
+    hash = kvr_tok_cache_hash(tk->cache, (const uint8_t *) tk->plan,
+                              tk->n_plan * sizeof(kvr_tok_chunk_t));
+
+    rc = kvr_tok_cache_answer(tk, tk->cache, kvr_tok_encode_text, s, len,
+                              hash, at_start, out);
+    if (rc != 0) {
+        return rc > 0 ? KVR_TOK_OK : rc;
+    }
+
+    first = out->n;
+    missed = 0;
+    start = 0;
+
+    for (i = 0; i < tk->n_plan; i++) {
+        rc = (i == 0) ? kvr_tok_encode_hashed(tk, tk->cache,
+                                              kvr_tok_encode_text, s,
+                                              tk->plan[0].end,
+                                              tk->plan[0].hash, at_start,
+                                              &missed, out)
+                      : kvr_tok_encode_hashed(tk, tk->chunks,
+                                              kvr_tok_encode_rest, s + start,
+                                              tk->plan[i].end - start,
+                                              tk->plan[i].hash, 0, &missed,
+                                              out);
         if (rc != KVR_TOK_OK) {
             return rc;
         }
+
+        start = tk->plan[i].end;
     }
 
-    return kvr_tok_encode_rest(tk, s + start, len - start, 0, out);
+    if (!missed) {
+        (void) kvr_tok_cache_put(tk->cache, s, len, hash,
+                                 out->n > first ? out->ids + first : NULL,
+                                 out->n - first);
+    }
+
+    return KVR_TOK_OK;
 }
 
 
@@ -1273,7 +1390,7 @@ kvr_tok_encode_segment(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
         }
 
         if (tk->chunks != NULL) {
-            return kvr_tok_encode_chunks(tk, s, len, at_start, out);
+            return kvr_tok_encode_long(tk, s, len, at_start, out);
         }
     }
 
