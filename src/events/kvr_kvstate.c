@@ -34,6 +34,8 @@ static void kvr_kvstate_tier_hashes(kvr_kvstate_t *st, kvr_index_t *ix,
 static void kvr_kvstate_tier_removed(kvr_kvstate_t *st, kvr_index_t *ix,
     kvr_kvtier_t *t, const kvr_event_t *ev);
 static void kvr_kvstate_tiers_reset(kvr_kvstate_t *st, kvr_index_t *ix);
+static void kvr_kvstate_forget(kvr_kvstate_t *st, kvr_index_t *ix, int slot,
+    kvr_emap_t *map);
 static int kvr_kvstate_main(kvr_kvstate_t *st, const kvr_event_t *ev);
 static void kvr_kvstate_cleared(kvr_kvstate_t *st, kvr_index_t *ix);
 static void kvr_kvstate_unpredict(kvr_kvstate_t *st, kvr_index_t *ix,
@@ -204,18 +206,7 @@ typedef struct {
 void
 kvr_kvstate_reset(kvr_kvstate_t *st, kvr_index_t *ix)
 {
-    kvr_kvstate_drop_t  drop;
-
-    if (st->shared) {
-        drop.ix = ix;
-        drop.slot = st->slot;
-        kvr_emap_each(st->handles, kvr_kvstate_drop, &drop);
-
-    } else {
-        kvr_index_clear_slot(ix, st->slot);
-    }
-
-    kvr_emap_clear(st->handles);
+    kvr_kvstate_forget(st, ix, st->slot, st->handles);
     kvr_kvstate_tiers_reset(st, ix);
     st->have_seq = 0;
 }
@@ -224,30 +215,43 @@ kvr_kvstate_reset(kvr_kvstate_t *st, kvr_index_t *ix)
 static void
 kvr_kvstate_tiers_reset(kvr_kvstate_t *st, kvr_index_t *ix)
 {
-    size_t               i;
-    kvr_kvtier_t        *t;
-    kvr_kvstate_drop_t   drop;
+    size_t         i;
+    kvr_kvtier_t  *t;
 
     for (i = 0; i < KVR_KVSTATE_TIERS; i++) {
         t = &st->tiers[i];
 
-        if (t->handles == NULL) {
-            continue;
+        if (t->handles != NULL) {
+            kvr_kvstate_forget(st, ix, t->slot, t->handles);
         }
-
-        if (t->slot >= 0) {
-            if (st->shared) {
-                drop.ix = ix;
-                drop.slot = t->slot;
-                kvr_emap_each(t->handles, kvr_kvstate_drop, &drop);
-
-            } else {
-                kvr_index_clear_slot(ix, t->slot);
-            }
-        }
-
-        kvr_emap_clear(t->handles);
     }
+}
+
+
+/*
+ * What this stream holds in slot (its handles in map) goes: its own
+ * references out of a slot shared with other streams, the whole slot
+ * otherwise; then the map is emptied.  slot < 0: only the map.
+ */
+
+static void
+kvr_kvstate_forget(kvr_kvstate_t *st, kvr_index_t *ix, int slot,
+    kvr_emap_t *map)
+{
+    kvr_kvstate_drop_t  drop;
+
+    if (slot >= 0) {
+        if (st->shared) {
+            drop.ix = ix;
+            drop.slot = slot;
+            kvr_emap_each(map, kvr_kvstate_drop, &drop);
+
+        } else {
+            kvr_index_clear_slot(ix, slot);
+        }
+    }
+
+    kvr_emap_clear(map);
 }
 
 
