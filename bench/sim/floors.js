@@ -44,6 +44,9 @@ const median = (xs) => {
 };
 
 const seeds = v.seeds.split(',').map(Number);
+// what every row was computed with (the simulator's clock is virtual: no lag)
+const COMMIT = require('../loadgen/provenance').commit(require('node:path').join(__dirname, '..', '..'));
+const EMULATOR = require('../fidelity/model').emulatorDefaults();
 const rows = [];
 for (const w of v.workers.split(',').map(Number)) {
   for (const p of v.prefixes.split(',').map(Number)) {
@@ -52,7 +55,8 @@ for (const w of v.workers.split(',').map(Number)) {
         const rs = seeds.map((seed) => simulate({ workers: w, prefixes: p, concurrency: c,
           requests: Number(v.requests), seed, measureFrom: Number(v['measure-from']),
           gpus: parseGpus('24g,8g,8g'), maxTokens: DEFAULT_MAX_TOKENS }, mk()));
-        const row = { w, p, c, policy: name, seeds };
+        const row = { w, p, c, policy: name, seeds, runs: seeds.length, commit: COMMIT,
+          emulator_params: EMULATOR, clock: 'virtual' };
         for (const k of ['request_hit_rate', 'cached_token_ratio', 'ttft_p50_ms', 'ttft_p99_ms', 'requests_per_s']) {
           row[k] = median(rs.map((r) => r[k]));
         }
