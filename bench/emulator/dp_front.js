@@ -96,6 +96,11 @@ class DpFront {
     res.end(text);
   }
 
+  // every rank's publisher loses its next n batches
+  loseBatches(n) {
+    return this.ranks.map((r) => r.loseBatches(n)).every(Boolean);
+  }
+
   // the whole server goes away and comes back with empty ranks
   async goDown(ms, onChange) {
     if (this.down || this.stopped) return false;

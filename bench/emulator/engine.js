@@ -51,6 +51,7 @@ class Engine {
       timing: this.o.timing,
       gpu: this.o.gpu,
       hashRoot: noneHash(this.o.hashSeed || 0),
+      partialBlocks: !!(this.o.eventForms && this.o.eventForms.partial),
       outputTokenId: (i) => this.filler.ids[i % this.filler.ids.length],
       onScheduled: () => { if (this.publisher) this.publisher.flush(); },
     });
@@ -101,7 +102,8 @@ class Engine {
       `(${this.cache.numBlocks * this.cache.blockSize} tokens)`;
   }
 
-  submit(promptIds, maxTokens, handlers) {
+  // keys: the request's extra keys (http_api.js requestKeys), or null
+  submit(promptIds, maxTokens, handlers, keys) {
     const why = this.refusal(promptIds.length, maxTokens);
     if (why) {
       const e = new Error(why);
@@ -120,7 +122,7 @@ class Engine {
         this.requestsFinished++;
         handlers.onFinish(reason);
       },
-    });
+    }, keys);
     req.arrival = Date.now();
     // the serving frontend's own time before the engine sees the request
     // (tokenizing, routing, forwarding): a fit parameter, see BENCHMARKS §3
@@ -142,6 +144,14 @@ class Engine {
       return;
     }
     this.scheduler.abort(req);
+  }
+
+  // The publisher's next n batches are lost to subscribers (main.js "gap");
+  // false without a publisher.
+  loseBatches(n) {
+    if (!this.publisher) return false;
+    this.publisher.lose += n;
+    return true;
   }
 
   resetPrefixCache() {

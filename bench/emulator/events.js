@@ -39,12 +39,12 @@ function encodeEvent(ev, o) {
       token_ids: bigram ? ev.tokenIds.map((t, i, a) => [t, i + 1 < a.length ? a[i + 1] : t])
         : ev.tokenIds,
       block_size: ev.blockSize,
-      lora_id: null,
+      lora_id: ev.lora ? ev.lora.id : null,
       medium: ev.medium || 'GPU',
     };
     if (!sglang) {
-      f.lora_name = null;
-      f.extra_keys = ev.hashes.map(() => null);
+      f.lora_name = ev.lora ? ev.lora.name : null;
+      f.extra_keys = ev.extraKeys || ev.hashes.map(() => null);
       f.group_idx = ev.groupIdx || 0;
       f.kv_cache_spec_kind = ev.kind || 'full_attention';
       f.kv_cache_spec_sliding_window = ev.kind === 'sliding_window' ? 16 * ev.blockSize : null;
@@ -98,6 +98,8 @@ const END_SEQ = Buffer.alloc(8, 0xff);
 //                window of one block (the last of each store) and removes
 //                the previous window's block as its chain grows
 //   bigram       (sglang) EAGLE bigram token ids, in encodeEvent
+// Partial-block stores and removals (scheduler.js, --events-partial) pass
+// through unshaped.
 class EventShaper {
   constructor(forms, flavour) {
     this.f = forms || {};
@@ -108,7 +110,7 @@ class EventShaper {
   shape(ev) {
     const out = [];
     const key = (d) => d.toString('hex');
-    if (ev.medium) return [ev];           // an offload tier's (CpuTier)
+    if (ev.medium || ev.partial) return [ev];   // an offload tier's, a partial block's
     if (ev.type === 'BlockStored') {
       const bs = ev.blockSize;
       if (this.f.reportFull && ev.parent) {
@@ -121,20 +123,23 @@ class EventShaper {
         }
         if (chain.length) {
           out.push({ type: 'BlockStored', hashes: chain.map((b) => b.hash), parent: null,
-            tokenIds: chain.flatMap((b) => b.tokens), blockSize: bs });
+            tokenIds: chain.flatMap((b) => b.tokens), blockSize: bs, lora: chain[0].lora,
+            extraKeys: chain.map((b) => b.extra) });
         }
       }
       ev.hashes.forEach((h, i) => {
         this.blocks.set(key(h), { hash: h,
           parent: i > 0 ? key(ev.hashes[i - 1]) : (ev.parent ? key(ev.parent) : null),
-          tokens: ev.tokenIds.slice(i * bs, (i + 1) * bs) });
+          tokens: ev.tokenIds.slice(i * bs, (i + 1) * bs),
+          lora: ev.lora || null, extra: ev.extraKeys ? ev.extraKeys[i] : null });
       });
       out.push(ev);
       if (this.f.hybrid) {
         const last = ev.hashes[ev.hashes.length - 1];
         out.push(Object.assign({}, ev, { hashes: [last], parent: ev.hashes.length > 1
           ? ev.hashes[ev.hashes.length - 2] : ev.parent,
-        tokenIds: ev.tokenIds.slice(-bs), groupIdx: 1, kind: 'sliding_window' }));
+        tokenIds: ev.tokenIds.slice(-bs), groupIdx: 1, kind: 'sliding_window',
+        extraKeys: ev.extraKeys ? ev.extraKeys.slice(-1) : undefined }));
         if (ev.parent && this.window.has(key(ev.parent))) {
           this.window.delete(key(ev.parent));
           out.push({ type: 'BlockRemoved', hashes: [ev.parent], groupIdx: 1 });
@@ -169,6 +174,7 @@ class EventPublisher {
     this.o = o;
     this.shaper = new EventShaper(o.forms, o.flavour);
     this.seq = 0;
+    this.lose = 0;            // batches still to lose (Engine.loseBatches)
     this.pending = [];
     this.buffer = [];         // [seq, payload] for replay
     this.sendChain = Promise.resolve();
@@ -201,6 +207,10 @@ class EventPublisher {
     const seq = this.seq++;
     this.buffer.push([seq, payload]);
     if (this.buffer.length > this.o.bufferSteps) this.buffer.shift();
+    if (this.lose > 0) {
+      this.lose--;
+      return;
+    }
     const frames = [Buffer.from(this.o.topic), seqBytes(seq), payload];
     this._send(this.pub, frames);
   }

@@ -97,6 +97,25 @@ function parseCommon(body, chat) {
   };
 }
 
+// The extra keys a request's blocks are hashed with (kv_cache.js
+// blockExtraKeys), or null: a LoRA adapter named by `model` (one of the
+// engine's --lora-modules; any other name is served by the base model),
+// `cache_salt` (vLLM: a non-empty string) and images (mm, from the chat).
+function requestKeys(engine, body, mm) {
+  let salt = null;
+  if (body.cache_salt !== undefined && body.cache_salt !== null) {
+    if (typeof body.cache_salt !== 'string' || body.cache_salt === '') {
+      throw bad("Parameter 'cache_salt' must be a non-empty string if provided.");
+    }
+    salt = body.cache_salt;
+  }
+  const loras = engine.o.loraModules || [];
+  const k = typeof body.model === 'string' ? loras.indexOf(body.model) : -1;
+  const lora = k >= 0 ? { name: loras[k], id: k + 1 } : null;
+  if (salt === null && lora === null && (!mm || mm.length === 0)) return null;
+  return { lora, salt, mm: mm || [] };
+}
+
 // Completions prompt -> list of token id arrays: a string (encoded with
 // special tokens), a token id array, or a non-empty list of either.
 async function completionPrompts(engine, prompt) {
@@ -156,11 +175,14 @@ async function handleGenerate(engine, req, res, chat) {
     return sendError(engine, res, err.status || 400, err.message);
   }
 
-  let common, prompts;
+  let common, prompts, keys;
   try {
     common = parseCommon(body, chat);
+    let mm = null;
     if (chat) {
-      prompts = [await engine.tokenizer.encodeChat(body)];
+      const enc = await engine.tokenizer.encodeChatWithImages(body, engine.o.mmTokens || 0);
+      prompts = [enc.ids];
+      mm = enc.mm;
     } else {
       if (body.prompt === undefined) throw bad('prompt is required');
       prompts = await completionPrompts(engine, body.prompt);
@@ -169,6 +191,7 @@ async function handleGenerate(engine, req, res, chat) {
       const why = engine.refusal(ids.length, common.maxTokens);
       if (why) throw bad(why);
     }
+    keys = requestKeys(engine, body, mm);
   } catch (err) {
     return sendError(engine, res, err.status || 400, err.message);
   }
@@ -254,7 +277,7 @@ async function handleGenerate(engine, req, res, chat) {
     },
   });
 
-  for (const c of choices) c.request = engine.submit(prompts[c.prompt], common.maxTokens, handlersFor(c));
+  for (const c of choices) c.request = engine.submit(prompts[c.prompt], common.maxTokens, handlersFor(c), keys);
   res.on('close', () => {
     for (const c of choices) if (!c.done) engine.abort(c.request);
   });
@@ -298,6 +321,17 @@ function handleHttp(engine, req, res) {
   if (m === 'POST' && url === '/reset_prefix_cache') {
     const ok = engine.resetPrefixCache();
     return sendJson(engine, res, ok ? 200 : 409, { reset: ok, engine_id: engine.name });
+  }
+  if (m === 'POST' && url === '/_kvemu/gap') {
+    // the instrument's own (not vLLM's): the stdin command "gap I N" for
+    // tests that cannot write to its stdin
+    return wrap(readBody(req).then((raw) => {
+      let n = 1;
+      try { n = JSON.parse(raw.toString('utf8') || '{}').batches || 1; } catch (e) { /* 1 */ }
+      if (!Number.isInteger(n) || n < 1 || n > 1000000) throw bad('batches must be an integer in [1, 1000000]');
+      const ok = engine.loseBatches(n);
+      sendJson(engine, res, ok ? 200 : 409, { lost: ok ? n : 0, engine_id: engine.name });
+    }).catch((err) => sendError(engine, res, err.status || 400, err.message)));
   }
   req.resume();
   return sendError(engine, res, 404, `no route for ${m} ${url}`);

@@ -77,11 +77,32 @@ function noneHash(seed) {
     .digest();
 }
 
-// hash(block) = sha256(parent digest || token ids as u32 little-endian)
-function hashBlock(parent, tokens, start, end) {
+// hash(block) = sha256(parent digest || token ids as u32 little-endian
+// [|| JSON of the block's extra keys]), as vLLM hashes (parent, tokens,
+// extra_keys): a block without extra keys hashes as before they existed
+function hashBlock(parent, tokens, start, end, extra) {
   const buf = Buffer.allocUnsafe((end - start) * 4);
   for (let i = start; i < end; i++) buf.writeUInt32LE(tokens[i] >>> 0, (i - start) * 4);
-  return crypto.createHash('sha256').update(parent).update(buf).digest();
+  const h = crypto.createHash('sha256').update(parent).update(buf);
+  if (extra) h.update(JSON.stringify(extra));
+  return h.digest();
+}
+
+// A request's extra keys (vLLM kv_cache_utils, docs/engine-events.md
+// "Keys"): keys = { lora: {name, id} | null, salt: string | null,
+// mm: [{id, start, length}] } (multimodal items by token position).
+// Block i's list, in vLLM's order: the LoRA name (every block), each item
+// the block overlaps as [identifier, its start relative to the block's],
+// the salt (the first block only); null when empty.
+function blockExtraKeys(keys, i, bs) {
+  if (!keys) return null;
+  const out = [];
+  if (keys.lora) out.push(keys.lora.name);
+  for (const m of keys.mm || []) {
+    if (m.start < (i + 1) * bs && m.start + m.length > i * bs) out.push([m.id, m.start - i * bs]);
+  }
+  if (keys.salt !== null && keys.salt !== undefined && i === 0) out.push(keys.salt);
+  return out.length ? out : null;
 }
 
 // The cache map's key of a digest, computed once per digest (lookups
@@ -97,12 +118,13 @@ function hashKeyOf(h) {
 }
 
 // Extends `hashes` (array of digests of full blocks) to cover every full
-// block of tokens[0..numTokens).
-function extendBlockHashes(hashes, tokens, numTokens, blockSize, root) {
+// block of tokens[0..numTokens); keys: the request's extra keys, or none.
+function extendBlockHashes(hashes, tokens, numTokens, blockSize, root, keys) {
   const full = Math.floor(numTokens / blockSize);
   for (let i = hashes.length; i < full; i++) {
     const parent = i === 0 ? root : hashes[i - 1];
-    hashes.push(hashBlock(parent, tokens, i * blockSize, (i + 1) * blockSize));
+    hashes.push(hashBlock(parent, tokens, i * blockSize, (i + 1) * blockSize,
+      blockExtraKeys(keys, i, blockSize)));
   }
   return hashes;
 }
@@ -291,8 +313,9 @@ class KvCache {
   }
 
   // Cache req blocks [fromBlock, toBlock) under hashes[fromBlock..toBlock),
-  // emitting one BlockStored for the run. tokens: the request's token ids.
-  cacheBlocks(reqBlocks, hashes, tokens, fromBlock, toBlock) {
+  // emitting one BlockStored for the run. tokens: the request's token ids;
+  // keys: its extra keys (blockExtraKeys), published with the blocks.
+  cacheBlocks(reqBlocks, hashes, tokens, fromBlock, toBlock, keys) {
     if (toBlock <= fromBlock) return;
     const stored = [];
     for (let i = fromBlock; i < toBlock; i++) {
@@ -315,6 +338,10 @@ class KvCache {
       tokenIds: Array.from(tokens.slice(first * bs, (last + 1) * bs)),
       blockSize: bs,
     };
+    if (keys) {
+      ev.lora = keys.lora || null;
+      ev.extraKeys = stored.map((i) => blockExtraKeys(keys, i, bs));
+    }
     this.onEvent(ev);
     if (this.cpu) this.cpu.store(ev);
   }
@@ -346,4 +373,5 @@ class KvCache {
   }
 }
 
-module.exports = { hashKeyOf, KvCache, CpuTier, FreeQueue, Block, hashBlock, extendBlockHashes, noneHash };
+module.exports = { hashKeyOf, KvCache, CpuTier, FreeQueue, Block, hashBlock, extendBlockHashes, blockExtraKeys,
+  noneHash };

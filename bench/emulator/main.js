@@ -17,8 +17,12 @@ const { spawn } = require('node:child_process');
 
 // Commands on stdin, one a line (for kvbench's fault runs):
 //   down I MS   engine I goes away for MS ms and comes back empty
-// Each change is reported on stdout as "engine I down|up". f(line, I, MS)
-// for each well-formed command; anything else is reported on stderr.
+//   gap I N     engine I's KV event publisher loses its next N batches
+//               (kept in its replay buffer, as batches a subscriber's
+//               high-water mark dropped): the subscriber sees a gap
+// Each change is reported on stdout as "engine I down|up|gap".
+// f(line, verb, I, X) for each well-formed command; anything else is
+// reported on stderr.
 function onCommand(f) {
   let pending = '';
   process.stdin.on('data', (d) => {
@@ -29,8 +33,8 @@ function onCommand(f) {
     while ((nl = pending.indexOf('\n')) >= 0) {
       const line = pending.slice(0, nl).trim();
       pending = pending.slice(nl + 1);
-      const m = /^down (\d+) (\d+)$/.exec(line);
-      if (m) f(line, Number(m[1]), Number(m[2]));
+      const m = /^(down|gap) (\d+) (\d+)$/.exec(line);
+      if (m) f(line, m[1], Number(m[2]), Number(m[3]));
       else if (line !== '') process.stderr.write(`emulator: unknown command ${JSON.stringify(line)}\n`);
     }
   });
@@ -87,9 +91,9 @@ async function runChildren(o, argv) {
   };
   process.on('SIGTERM', () => stop(0));
   process.on('SIGINT', () => stop(0));
-  onCommand((line, engine, ms) => {
+  onCommand((line, verb, engine, x) => {
     const child = owner.get(engine);
-    if (child) child.stdin.write(`down ${engine} ${ms}\n`);
+    if (child) child.stdin.write(`${verb} ${engine} ${x}\n`);
     else process.stderr.write(`emulator: unknown command ${JSON.stringify(line)}\n`);
   });
 }
@@ -159,6 +163,8 @@ async function main() {
         flavour: o.flavour,
         hashSeed: o.hashSeed,
         eventForms: o.eventForms,
+        loraModules: o.loraModules,
+        mmTokens: o.mmTokens,
       }, tokenizer, filler));
     }
     engines.push(R === 1 ? ranks[0]
@@ -181,12 +187,18 @@ async function main() {
     await stop('error');
     return;
   }
-  onCommand((line, engine, ms) => {
+  onCommand((line, verb, engine, x) => {
     if (!byIndex.has(engine)) {
       process.stderr.write(`emulator: unknown command ${JSON.stringify(line)}\n`);
       return;
     }
-    byIndex.get(engine).goDown(ms, (state) => process.stdout.write(`engine ${engine} ${state}\n`));
+    const e = byIndex.get(engine);
+    if (verb === 'gap') {
+      if (e.loseBatches(x)) process.stdout.write(`engine ${engine} gap\n`);
+      else process.stderr.write(`emulator: engine ${engine} publishes no events: ${JSON.stringify(line)}\n`);
+      return;
+    }
+    e.goDown(x, (state) => process.stdout.write(`engine ${engine} ${state}\n`));
   });
   process.stdout.write('ready\n');
 }

@@ -64,6 +64,9 @@ const SPEC = {
   'events-report-full': { type: 'boolean', default: false },
   'events-hybrid': { type: 'boolean', default: false },
   'events-bigram': { type: 'boolean', default: false },
+  'events-partial': { type: 'boolean', default: false },
+  'lora-modules': { type: 'string', default: '' },
+  'mm-tokens': { type: 'string', default: '0' },
   'dp-ranks': { type: 'string', default: '1' },
   'name-prefix': { type: 'string', default: 'engine-' },
   'engine-scale': { type: 'string', default: '' },
@@ -123,7 +126,13 @@ function parseOptions(argv) {
       reportFull: v['events-report-full'],
       hybrid: v['events-hybrid'],
       bigram: v['events-bigram'],
+      partial: v['events-partial'],
     },
+    // LoRA adapters served beside the base model: a request's `model`
+    // naming one keys its blocks with it (vLLM's --lora-modules names)
+    loraModules: v['lora-modules'] ? v['lora-modules'].split(',') : [],
+    // tokens an image takes in a chat (0: images refused, a text model)
+    mmTokens: num(v['mm-tokens'], 'mm-tokens', 0, true),
     // data-parallel ranks behind each engine's HTTP server (dp_front.js)
     dpRanks: num(v['dp-ranks'], 'dp-ranks', 1, true),
     namePrefix: v['name-prefix'],

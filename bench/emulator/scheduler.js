@@ -36,7 +36,7 @@
 // falls as the batch grows: decoding a small model is memory-bound, the
 // weights are read once per step and each request adds its KV reads.
 
-const { extendBlockHashes } = require('./kv_cache');
+const { extendBlockHashes, hashBlock, blockExtraKeys } = require('./kv_cache');
 const { Gpu } = require('./gpu');
 const { realClock } = require('./model_clock');
 
@@ -64,8 +64,10 @@ const DEFAULT_TIMING = {
 };
 
 class Request {
-  // promptIds: array of token ids; maxTokens >= 1; outputIds(i) -> token id
-  constructor(id, promptIds, maxTokens, handlers) {
+  // promptIds: array of token ids; maxTokens >= 1; outputIds(i) -> token id;
+  // keys: the extra keys its blocks are hashed with (kv_cache.js
+  // blockExtraKeys: LoRA adapter, cache_salt, multimodal items), or null
+  constructor(id, promptIds, maxTokens, handlers, keys) {
     this.id = id;
     this.tokens = promptIds.slice();
     this.promptLen = promptIds.length;
@@ -75,6 +77,8 @@ class Request {
     this.numCachedTokens = -1;
     this.blocks = [];
     this.blockHashes = [];
+    this.keys = keys || null;
+    this.partialHash = null;  // the partial block announced (--events-partial)
     this.preemptions = 0;
     this.onToken = handlers.onToken || (() => {});
     this.onFinish = handlers.onFinish || (() => {});
@@ -97,6 +101,8 @@ class Scheduler {
     this.outputTokenId = opts.outputTokenId || ((i) => 0);
     this.onScheduled = opts.onScheduled || (() => {});
     this.root = opts.hashRoot;
+    // vLLM's partial-block stores (docs/engine-events.md "Token ids")
+    this.partialBlocks = !!opts.partialBlocks;
     this.waiting = [];
     this.running = [];
     this.busy = false;         // a step is in flight
@@ -126,7 +132,7 @@ class Scheduler {
     if (this.blocksNeeded(req.promptLen, req.maxTokens) > this.cache.numBlocks) {
       throw new Error('request needs more blocks than the whole cache');
     }
-    extendBlockHashes(req.blockHashes, req.tokens, req.promptLen, this.bs, this.root);
+    extendBlockHashes(req.blockHashes, req.tokens, req.promptLen, this.bs, this.root, req.keys);
     req.state = 'waiting';
     this.waiting.push(req);
     this._kick();
@@ -160,6 +166,7 @@ class Scheduler {
   }
 
   _release(req) {
+    this._retractPartial(req);
     if (req.blocks.length > 0) this.cache.freeBlocks(req.blocks);
     req.blocks = [];
   }
@@ -210,7 +217,7 @@ class Scheduler {
     while (preempted === 0 && this.waiting.length > 0 && budget > 0 &&
            this.running.length < this.t.maxNumSeqs) {
       const req = this.waiting[0];
-      extendBlockHashes(req.blockHashes, req.tokens, req.tokens.length, this.bs, this.root);
+      extendBlockHashes(req.blockHashes, req.tokens, req.tokens.length, this.bs, this.root, req.keys);
       const hit = this.cache.lookup(req.blockHashes, req.tokens.length);
       const loaded = this.cache.cpu
         ? this.cache.cpu.lookup(req.blockHashes, hit.length,
@@ -261,9 +268,34 @@ class Scheduler {
     const cachedBefore = Math.floor(req.numComputed / bs);
     const full = Math.floor(Math.min(upTo, req.tokens.length) / bs);
     if (full > cachedBefore) {
-      extendBlockHashes(req.blockHashes, req.tokens, full * bs, bs, this.root);
-      this.cache.cacheBlocks(req.blocks, req.blockHashes, req.tokens, cachedBefore, full);
+      extendBlockHashes(req.blockHashes, req.tokens, full * bs, bs, this.root, req.keys);
+      this._retractPartial(req);
+      this.cache.cacheBlocks(req.blocks, req.blockHashes, req.tokens, cachedBefore, full, req.keys);
     }
+    if (this.partialBlocks) this._announcePartial(req, Math.min(upTo, req.tokens.length));
+  }
+
+  // vLLM's cache_partial_block: a prompt that ends inside a block publishes
+  // one hash for the block's tokens so far (block_size: how many); the hash
+  // is removed when the block fills or the request lets it go.
+  _announcePartial(req, upTo) {
+    const bs = this.bs;
+    const rem = upTo % bs;
+    if (req.partialHash || req.generated > 0 || upTo < req.promptLen || rem === 0) return;
+    const i = Math.floor(upTo / bs);
+    const parent = i === 0 ? null : req.blockHashes[i - 1];
+    req.partialHash = hashBlock(parent || this.root, req.tokens, i * bs, upTo,
+      blockExtraKeys(req.keys, i, bs));
+    this.cache.onEvent({ type: 'BlockStored', hashes: [req.partialHash], parent,
+      tokenIds: req.tokens.slice(i * bs, upTo), blockSize: rem, partial: true,
+      lora: req.keys ? req.keys.lora || null : null,
+      extraKeys: [blockExtraKeys(req.keys, i, bs)] });
+  }
+
+  _retractPartial(req) {
+    if (!req.partialHash) return;
+    this.cache.onEvent({ type: 'BlockRemoved', hashes: [req.partialHash], partial: true });
+    req.partialHash = null;
   }
 
   // A step's two phases, µs at the reference GPU's speed.

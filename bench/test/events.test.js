@@ -360,3 +360,144 @@ test('forms behind options: SGLang EAGLE bigram token ids', async () => {
     await emu.stop();
   }
 });
+
+test('keys: cache_salt in the first block, a LoRA adapter in every block, images as (id, offset)', async () => {
+  const emu = await startEmulator(['--kv-events', 'zmq', '--time-scale', '50',
+    '--events-format', 'map', '--lora-modules', 'ad-a,ad-b', '--mm-tokens', '20']);
+  const sub = new Sub(emu.eventsPort);
+  const stored = async (body, path) => {
+    const before = sub.msgs.length;
+    const r = await postJson(emu.basePort, path || '/v1/completions', Object.assign({ max_tokens: 1 }, body));
+    assert.equal(r.status, 200, r.body);
+    await sub.waitFor(before + 1);
+    await sleep(100);
+    const evs = allEvents(sub.msgs.slice(before)).filter((e) => e.type === 'BlockStored');
+    return { r, ev: evs[0] };
+  };
+  try {
+    await sub.connected();
+    const p = tokens(31, 48);                  // 3 blocks
+    const plain = (await stored({ prompt: p })).ev;
+    assert.deepEqual(plain.extra_keys, [null, null, null]);
+    assert.equal(plain.lora_name, null);
+
+    const salted = await stored({ prompt: p, cache_salt: 'tenant-1' });
+    assert.equal(salted.r.json.usage.prompt_tokens_details.cached_tokens, 0, 'a salt never hits unsalted blocks');
+    assert.deepEqual(salted.ev.extra_keys, [['tenant-1'], null, null]);
+    assert.equal(salted.ev.parent_block_hash, null);
+    // every block's hash differs (the chain starts from a salted block)
+    const ph = plain.block_hashes.map(hkey);
+    salted.ev.block_hashes.map(hkey).forEach((h, i) => assert.notEqual(h, ph[i]));
+    const again = await stored({ prompt: p.concat(tokens(32, 16)), cache_salt: 'tenant-1' });
+    assert.equal(again.r.json.usage.prompt_tokens_details.cached_tokens, 48, 'the same salt hits');
+
+    const lora = await stored({ prompt: p, model: 'ad-b' });
+    assert.equal(lora.r.json.usage.prompt_tokens_details.cached_tokens, 0);
+    assert.equal(lora.ev.lora_name, 'ad-b');
+    assert.equal(Number(lora.ev.lora_id), 2);
+    assert.deepEqual(lora.ev.extra_keys, [['ad-b'], ['ad-b'], ['ad-b']]);
+    // an unknown model name is the base model (the emulator is lenient)
+    const base = await stored({ prompt: p.concat(tokens(33, 16)), model: 'other' });
+    assert.equal(base.r.json.usage.prompt_tokens_details.cached_tokens, 48);
+
+    // a chat with an image: 20 pad tokens where the image is; the blocks it
+    // overlaps name it with its offset, the blocks before it do not
+    const sys = 'word '.repeat(60);
+    const chat = (url) => ({ messages: [{ role: 'system', content: sys },
+      { role: 'user', content: [{ type: 'text', text: 'what is this?' },
+        { type: 'image_url', image_url: { url } }] }] });
+    const img1 = await stored(chat('http://x/1.png'), '/v1/chat/completions');
+    const keyed = img1.ev.extra_keys.map((k, i) => [i, k]).filter(([, k]) => k !== null);
+    assert.ok(keyed.length >= 2, 'the image spans blocks: ' + JSON.stringify(img1.ev.extra_keys));
+    const [i0, k0] = keyed[0];
+    assert.equal(k0.length, 1);
+    assert.equal(k0[0].length, 2);
+    assert.match(k0[0][0], /^[0-9a-f]{64}$/);
+    const start = i0 * BS + Number(k0[0][1]);
+    assert.ok(Number(k0[0][1]) >= 0 && Number(k0[0][1]) < BS);
+    for (const [i, k] of keyed) assert.equal(Number(k[0][1]), start - i * BS);
+    assert.ok(i0 > 0, 'the system prompt\'s blocks carry no key');
+    const img2 = await stored(chat('http://x/2.png'), '/v1/chat/completions');
+    assert.equal(img2.r.json.usage.prompt_tokens_details.cached_tokens, i0 * BS,
+      'another image hits the blocks before it, not after');
+    const img1b = await postJson(emu.basePort, '/v1/chat/completions', Object.assign({ max_tokens: 1 }, chat('http://x/1.png')));
+    assert.ok(img1b.json.usage.prompt_tokens_details.cached_tokens > i0 * BS, 'the same image hits past it');
+  } finally {
+    sub.close();
+    await emu.stop();
+  }
+});
+
+test('images refused without --mm-tokens; a bad cache_salt is a 400', async () => {
+  const emu = await startEmulator(['--time-scale', '50']);
+  try {
+    const r = await postJson(emu.basePort, '/v1/chat/completions', { max_tokens: 1, messages: [{ role: 'user',
+      content: [{ type: 'image_url', image_url: { url: 'http://x/1.png' } }] }] });
+    assert.equal(r.status, 400);
+    const s = await postJson(emu.basePort, '/v1/completions', { max_tokens: 1, prompt: tokens(1, 20), cache_salt: '' });
+    assert.equal(s.status, 400);
+    assert.match(s.json.message, /cache_salt/);
+  } finally {
+    await emu.stop();
+  }
+});
+
+test('forms behind options: a partial block announced at the prompt\'s end, removed when it fills', async () => {
+  const emu = await startEmulator(['--kv-events', 'zmq', '--time-scale', '50',
+    '--events-format', 'map', '--events-partial']);
+  const sub = new Sub(emu.eventsPort);
+  try {
+    await sub.connected();
+    const p = tokens(41, 40);                  // 2 blocks + 8 tokens
+    await postJson(emu.basePort, '/v1/completions', { prompt: p, max_tokens: 10 });
+    await sub.waitFor(2);
+    await sleep(150);
+    const evs = allEvents(sub.msgs);
+    const stores = evs.filter((e) => e.type === 'BlockStored');
+    assert.equal(stores[0].block_hashes.length, 2);
+    const part = stores[1];
+    assert.equal(part.block_hashes.length, 1);
+    assert.equal(Number(part.block_size), 8);
+    assert.deepEqual(part.token_ids.map(Number), p.slice(32));
+    assert.equal(hkey(part.parent_block_hash), hkey(stores[0].block_hashes[1]));
+    // 8 + 10 tokens fill block 2: the partial hash goes, the full one comes
+    const ph = hkey(part.block_hashes[0]);
+    const gone = evs.findIndex((e) => e.type === 'BlockRemoved' && e.block_hashes.map(hkey).includes(ph));
+    const full = evs.findIndex((e, i) => i > 1 && e.type === 'BlockStored' && Number(e.block_size) === BS);
+    assert.ok(gone > 1 && full > gone, JSON.stringify(evs.map((e) => e.type)));
+  } finally {
+    sub.close();
+    await emu.stop();
+  }
+});
+
+test('gap I N: the next N batches are lost on the PUB socket, kept for replay', async () => {
+  const emu = await startEmulator(['--kv-events', 'zmq', '--time-scale', '50']);
+  const sub = new Sub(emu.eventsPort);
+  try {
+    await sub.connected();
+    await postJson(emu.basePort, '/v1/completions', { prompt: tokens(51, 20), max_tokens: 1 });
+    await sub.waitFor(1);
+    emu.proc.stdin.write('gap 0 1\n');
+    await sleep(100);
+    await postJson(emu.basePort, '/v1/completions', { prompt: tokens(52, 20), max_tokens: 1 });
+    await postJson(emu.basePort, '/v1/completions', { prompt: tokens(53, 20), max_tokens: 1 });
+    await sub.waitFor(2);
+    await sleep(100);
+    const seqs = sub.msgs.map(decodeMsg).map((m) => Number(m.seq));
+    assert.equal(seqs[0], 0);
+    assert.ok(seqs.length >= 2 && seqs[1] === 2, 'batch 1 lost: ' + seqs.join(','));
+    // the replay socket still has it
+    const dealer = new zmq.Dealer({ linger: 0 });
+    dealer.connect(`tcp://127.0.0.1:${emu.replayPort}`);
+    const b = Buffer.alloc(8);
+    b.writeBigUInt64BE(1n);
+    await dealer.send([Buffer.alloc(0), b]);
+    const [, s] = await dealer.receive();
+    assert.equal(Number(s.readBigUInt64BE(0)), 1);
+    dealer.close();
+  } finally {
+    sub.close();
+    await emu.stop();
+  }
+});
