@@ -34,6 +34,19 @@
 
 #define KVR_CHAT_MAX_TOKENS  64
 
+/*
+ * What a media part (image, audio, video) renders as: the engine puts the
+ * model's placeholder there (before the message's text in the "string"
+ * format, at the part in the "openai" format), then expands it and keys
+ * its blocks with the item's hash, which no request reproduces.  So the
+ * prompt is rendered with this marker in its place and cut where the first
+ * one lands: the blocks before it are keyed exactly, none after.  The
+ * marker (two U+10FFFF noncharacters around a word) is one no template
+ * emits; a client text carrying it only cuts the prompt shorter.
+ */
+#define KVR_CHAT_MEDIA_MARK      "\xf4\x8f\xbf\xbfmedia\xf4\x8f\xbf\xbf"
+#define KVR_CHAT_MEDIA_MARK_LEN  (sizeof(KVR_CHAT_MEDIA_MARK) - 1)
+
 
 struct kvr_chat_config_s {
     kvr_jinja_tpl_t     *tpl;
@@ -57,6 +70,7 @@ typedef struct {
     int                      status;
     char                    *err;
     size_t                   errlen;
+    unsigned                 media;        /* media parts rendered */
 } kvr_chat_ctx_t;
 
 
@@ -547,7 +561,7 @@ kvr_chat_text_part(kvr_chat_ctx_t *cx, kvr_jv_t *text)
 static kvr_jv_t *
 kvr_chat_content(kvr_chat_ctx_t *cx, uint32_t node)
 {
-    size_t       n, len;
+    size_t       n, len, marks;
     uint32_t     part, text;
     char        *buf;
     kvr_part_e   kind;
@@ -577,6 +591,7 @@ kvr_chat_content(kvr_chat_ctx_t *cx, uint32_t node)
 
     /* the parts' texts joined with "\n", or a list of text parts */
     n = 0;
+    marks = 0;
     buf = NULL;
     v = cx->cfg->openai ? kvr_jinja_new_list(cx->r) : NULL;
 
@@ -589,9 +604,24 @@ kvr_chat_content(kvr_chat_ctx_t *cx, uint32_t node)
             goto done;
         }
 
-        /* thinking parts, as media, are left to the engine: text keys */
         kind = kvr_part_of(cx->doc, part, &text);
 
+        if (kind == KVR_PART_MEDIA) {
+            cx->media++;
+
+            if (cx->cfg->openai) {
+                s = kvr_jinja_new_str(cx->r, KVR_CHAT_MEDIA_MARK,
+                                      KVR_CHAT_MEDIA_MARK_LEN);
+                kvr_jinja_list_push(cx->r, v, kvr_chat_text_part(cx, s));
+
+            } else {
+                marks++;
+            }
+
+            continue;
+        }
+
+        /* thinking parts are left to the engine: text keys */
         if (kind != KVR_PART_TEXT && kind != KVR_PART_REFUSAL) {
             kvr_chat_fail(cx, KVR_JINJA_UNSUPPORTED, "non-text content part");
             goto done;
@@ -620,11 +650,27 @@ kvr_chat_content(kvr_chat_ctx_t *cx, uint32_t node)
             goto done;
         }
         buf = (char *) p;
-        if (part != kvr_json_first(cx->doc, node)) {
+        if (n > 0) {
             buf[n++] = '\n';
         }
         memcpy(buf + n, kvr_jinja_str_ptr(s, &len), len);
         n += len;
+    }
+
+    if (!cx->cfg->openai && marks) {
+        /*
+         * vLLM: the placeholders first, then the text, joined by "\n";
+         * only the first placeholder's place matters
+         */
+        p = realloc(buf, KVR_CHAT_MEDIA_MARK_LEN + 1 + n + 1);
+        if (p == NULL) {
+            kvr_chat_fail(cx, KVR_JINJA_LIMIT, "out of memory");
+            goto done;
+        }
+        buf = (char *) p;
+        memmove(buf + KVR_CHAT_MEDIA_MARK_LEN + 1, buf, n);
+        memcpy(buf, KVR_CHAT_MEDIA_MARK "\n", KVR_CHAT_MEDIA_MARK_LEN + 1);
+        n += KVR_CHAT_MEDIA_MARK_LEN + 1;
     }
 
     if (!cx->cfg->openai) {
@@ -973,6 +1019,7 @@ kvr_chat_render(const kvr_chat_config_t *cfg, const kvr_json_doc_t *doc,
     size_t errlen)
 {
     int                  rc;
+    void                *mark;
     uint32_t             node;
     kvr_jv_t            *v;
     kvr_chat_ctx_t       cx;
@@ -997,6 +1044,7 @@ kvr_chat_render(const kvr_chat_config_t *cfg, const kvr_json_doc_t *doc,
     cx.status = KVR_CHAT_OK;
     cx.err = err;
     cx.errlen = errlen;
+    cx.media = 0;
 
     kvr_chat_set_tokens(cfg, r);
 
@@ -1044,6 +1092,20 @@ kvr_chat_render(const kvr_chat_config_t *cfg, const kvr_json_doc_t *doc,
     }
 
     kvr_jinja_render_destroy(r);
+
+    if (rc == KVR_JINJA_OK && cx.media) {
+        mark = memmem(out, *out_len, KVR_CHAT_MEDIA_MARK,
+                      KVR_CHAT_MEDIA_MARK_LEN);
+
+        if (mark == NULL) {
+            /* the template dropped it: where the media goes is unknown */
+            snprintf(err, errlen, "media content part not rendered");
+            *out_len = 0;
+            return KVR_JINJA_UNSUPPORTED;
+        }
+
+        *out_len = (char *) mark - out;
+    }
 
     return rc;
 }

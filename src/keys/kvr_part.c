@@ -3,14 +3,22 @@
  */
 
 
+#include <string.h>
+
 #include "kvr_part.h"
 
 
 /*
  * The part kinds vLLM's content parsers take text from, each from its
  * field: "text", "input_text", "output_text" from "text", "refusal" and
- * "thinking" from fields of their names
+ * "thinking" from fields of their names; and the media parts its parsers
+ * turn into multimodal items (text 0)
  */
+
+static const char  *kvr_part_media[] = {
+    "image_url", "input_image", "image", "image_pil", "image_embeds",
+    "audio_url", "input_audio", "audio_embeds", "video_url", NULL
+};
 
 kvr_part_e
 kvr_part_of(const kvr_json_doc_t *doc, uint32_t part, uint32_t *text)
@@ -18,7 +26,7 @@ kvr_part_of(const kvr_json_doc_t *doc, uint32_t part, uint32_t *text)
     size_t       field_len;
     uint32_t     type, node;
     kvr_part_e   kind;
-    const char  *field;
+    const char  *field, **m;
 
     *text = 0;
 
@@ -51,6 +59,12 @@ kvr_part_of(const kvr_json_doc_t *doc, uint32_t part, uint32_t *text)
         field_len = 8;
 
     } else {
+        for (m = kvr_part_media; *m; m++) {
+            if (kvr_json_string_eq(doc, type, *m, strlen(*m))) {
+                return KVR_PART_MEDIA;
+            }
+        }
+
         return KVR_PART_OTHER;
     }
 

@@ -21,7 +21,8 @@ typedef enum {
     KVR_PART_OTHER = 0,         /* no text: images, audio, unknown, ... */
     KVR_PART_TEXT,              /* text, input_text, output_text: "text" */
     KVR_PART_REFUSAL,           /* "refusal" */
-    KVR_PART_THINKING           /* "thinking" */
+    KVR_PART_THINKING,          /* "thinking" */
+    KVR_PART_MEDIA              /* an image, audio or video item */
 } kvr_part_e;
 
 

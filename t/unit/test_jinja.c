@@ -469,6 +469,16 @@ test_content_format(void)
         "{\"role\": \"assistant\", \"content\": null}]}";
     static const char    parts[] = "text:hi;|text:x;text:y;||";
     static const char    joined[] = "hi|x\ny||";
+    static const char    media[] =
+        "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}, "
+        "{\"role\": \"user\", \"content\": [{\"type\": \"text\", "
+        "\"text\": \"x\"}, {\"type\": \"image_url\", \"image_url\": "
+        "{\"url\": \"u\"}}, {\"type\": \"text\", \"text\": \"y\"}]}]}";
+    static const char    media_parts[] = "text:hi;|text:x;text:";
+    static const char    media_joined[] = "hi|";
+    static const char    dropping[] =
+        "{\"chat_template\": \"{% for m in messages %}{{ m.content|length }}|"
+        "{% endfor %}\"}";
 
     doc = kvr_json_parse(request, strlen(request), 0);
 
@@ -492,6 +502,39 @@ test_content_format(void)
     tap_ok(rc == 0 && out_len == sizeof(joined) - 1
            && memcmp(out, joined, out_len) == 0,
            "contents as strings, parts joined (string format)");
+    kvr_chat_config_free(cfg);
+
+    kvr_json_free(doc);
+
+    /* media: openai format at the part, string format before the text */
+    doc = kvr_json_parse(media, strlen(media), 0);
+
+    cfg = kvr_chat_config_parse(config, strlen(config), NULL, err,
+                                sizeof(err));
+    rc = cfg ? kvr_chat_render(cfg, doc, 0, out, sizeof(out), &out_len,
+                               err, sizeof(err))
+             : -1;
+    tap_ok(rc == 0 && out_len == sizeof(media_parts) - 1
+           && memcmp(out, media_parts, out_len) == 0,
+           "openai format: cut at the media part, after the text before it");
+    kvr_chat_config_free(cfg);
+
+    cfg = kvr_chat_config_parse(plain, strlen(plain), NULL, err,
+                                sizeof(err));
+    rc = cfg ? kvr_chat_render(cfg, doc, 0, out, sizeof(out), &out_len,
+                               err, sizeof(err))
+             : -1;
+    tap_ok(rc == 0 && out_len == sizeof(media_joined) - 1
+           && memcmp(out, media_joined, out_len) == 0,
+           "string format: cut before the message's text");
+    kvr_chat_config_free(cfg);
+
+    cfg = kvr_chat_config_parse(dropping, strlen(dropping), NULL, err,
+                                sizeof(err));
+    rc = cfg ? kvr_chat_render(cfg, doc, 0, out, sizeof(out), &out_len,
+                               err, sizeof(err))
+             : -1;
+    tap_ok(rc < 0, "a template that drops the media's place is refused");
     kvr_chat_config_free(cfg);
 
     kvr_json_free(doc);
@@ -724,9 +767,19 @@ test_vectors(void)
               NULL, "continue_final_message is refused");
     chat_case("qwen3", "{\"messages\":[{\"content\":\"x\"}]}", NULL,
               "a message without a role is refused");
+    chat_case("qwen3", "{\"messages\":[{\"role\":\"system\",\"content\":"
+              "\"s\"},{\"role\":\"user\",\"content\":[{\"type\":\"text\","
+              "\"text\":\"what?\"},{\"type\":\"image_url\",\"image_url\":"
+              "{\"url\":\"x\"}}]}]}",
+              "<|im_start|>system\ns<|im_end|>\n<|im_start|>user\n",
+              "an image part: the prompt up to its placeholder, which "
+              "vLLM puts before the message's text");
     chat_case("qwen3", "{\"messages\":[{\"role\":\"user\",\"content\":"
-              "[{\"type\":\"image_url\",\"image_url\":{\"url\":\"x\"}}]}]}",
-              NULL, "an image part is refused");
+              "[{\"type\":\"input_audio\",\"input_audio\":{}}]}]}",
+              "<|im_start|>user\n", "an audio part, alone");
+    chat_case("qwen3", "{\"messages\":[{\"role\":\"user\",\"content\":"
+              "[{\"type\":\"mystery\"}]}]}",
+              NULL, "an unknown part is refused");
 }
 
 
