@@ -68,7 +68,21 @@ function sendOne(agent, port, body, headers, onFirst) {
   });
 }
 
-// requests: [{prefixId, ids, text}]; o: port, concurrency, maxTokens,
+// The body of request q: streamed, usage included; its type's adapter
+// (model) and cache_salt when the workload has keys (workload.js).
+function requestBody(q, o) {
+  const body = {
+    model: q.model || o.model,
+    prompt: o.promptForm === 'tokens' ? q.ids : q.text,
+    max_tokens: o.maxTokens,
+    stream: true,
+    stream_options: { include_usage: true },
+  };
+  if (q.salt) body.cache_salt = q.salt;
+  return body;
+}
+
+// requests: [{prefixId, ids, text, model?, salt?}]; o: port, concurrency, maxTokens,
 // promptForm ('text'|'tokens'), model, onSend(i) called before request i
 // goes out, clientIds (one string per client, sent as X-Kvbench-Client),
 // frontend(i, client) (optional: which of several nginx instances request
@@ -89,13 +103,7 @@ async function runLoad(requests, o) {
       const i = next++;
       if (i >= requests.length) return;
       const q = requests[i];
-      const body = {
-        model: o.model,
-        prompt: o.promptForm === 'tokens' ? q.ids : q.text,
-        max_tokens: o.maxTokens,
-        stream: true,
-        stream_options: { include_usage: true },
-      };
+      const body = requestBody(q, o);
       if (o.onSend) o.onSend(i);
       const sentMs = Number(process.hrtime.bigint() - t0) / 1e6;
       // a router in the load generator itself (o.route: the bench's Dynamo)
@@ -147,13 +155,7 @@ async function runOpenLoop(requests, o) {
     if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
     const q = requests[i];
     const client = i % o.concurrency;
-    const body = {
-      model: o.model,
-      prompt: o.promptForm === 'tokens' ? q.ids : q.text,
-      max_tokens: o.maxTokens,
-      stream: true,
-      stream_options: { include_usage: true },
-    };
+    const body = requestBody(q, o);
     if (o.onSend) o.onSend(i);
     const late = Math.max(0, now() - arrivals[i]);
     const routed = o.route ? o.route(q) : null;

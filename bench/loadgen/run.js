@@ -70,14 +70,16 @@ async function runPoint(o, words) {
   const router = table[o.router];
   if (!router) throw new Error(`unknown router ${o.router}; known: ${Object.keys(table).join(', ')}`);
   const wl = buildWorkload(words, { seed: o.seed, prefixes: o.prefixes, requests: o.requests,
-    zipf: o.zipf || 0, turns: o.turns || 1 });
+    zipf: o.zipf || 0, turns: o.turns || 1, keys: o.keys || null });
   const emuArgs = ['--engines', String(o.workers), '--base-port', String(o.basePort),
     '--capacity-blocks', String(o.capacityBlocks), '--block-size', String(o.blockSize),
     '--time-scale', String(o.timeScale), '--events-base-port', String(o.eventsBasePort),
     '--replay-base-port', String(o.replayBasePort), '--gpus', o.gpus || '', '--placement', String(o.placement || 0),
     ...(o.frontendUs === null || o.frontendUs === undefined ? [] : ['--frontend-us', String(o.frontendUs)]),
     '--processes', String(o.emulatorProcesses || 1),
-    ...(o.dpRanks > 1 ? ['--dp-ranks', String(o.dpRanks)] : [])].concat(router.emulatorArgs || [], o.emulatorArgs || [],
+    ...(o.dpRanks > 1 ? ['--dp-ranks', String(o.dpRanks)] : []),
+    ...(o.keys && o.keys.lora ? ['--lora-modules', Array.from({ length: o.keys.lora }, (_, k) => `ad-${k + 1}`).join(',')] : []),
+  ].concat(router.emulatorArgs || [], o.emulatorArgs || [],
     o.engineScale && o.engineScale.length ? [`--engine-scale=${o.engineScale.join(',')}`] : []);
   const emu = await startEmulator(emuArgs);
   live.add(emu);
@@ -215,6 +217,10 @@ async function drive(o, wl, emu, ports, extra) {
   // --rate: open loop, Poisson arrivals at o.rate a second of model time
   // (a model second lasts 1/timeScale real seconds)
   const load = o.rate ? runOpenLoop : runLoad;
+  // --events-gap: every engine's publisher loses one batch when the given
+  // share of the requests has been sent
+  const gapAt = o.eventsGap === null || o.eventsGap === undefined ? -1
+    : Math.floor(o.eventsGap * wl.requests.length);
   const { records, wallMs, t0 } = await load(wl.requests, {
     port: o.port, concurrency: o.concurrency, maxTokens: o.maxTokens,
     clientIds: clientIds(o.concurrency, o.seed, o.run || 0),
@@ -224,7 +230,10 @@ async function drive(o, wl, emu, ports, extra) {
     frontend: splitter(o.split || 'alternate', extra.ports ? extra.ports.length : 1, o.seed, o.run || 0),
     rate: o.rate ? o.rate * (o.timeScale || 1) : 0,
     arrivalSeed: 0xa771 + o.seed * 131 + (o.run || 0),
-    onSend: (i) => { if (i === downAt) emu.command(`down ${down.engine} ${down.ms}`); } });
+    onSend: (i) => {
+      if (i === downAt) emu.command(`down ${down.engine} ${down.ms}`);
+      if (i === gapAt) for (let e = 0; e < o.workers; e++) emu.command(`gap ${e} 1`);
+    } });
   // the figures in model time: what the emulated engines' clock says
   // (nginx's own real time is scaled with it, a small error at the time
   // scales the fidelity table uses)
@@ -256,7 +265,30 @@ async function drive(o, wl, emu, ports, extra) {
     res.engine_down = { engine: down.engine, down_at_ms: Math.round(downMs), up_at_ms: Math.round(upMs),
       phases: summarisePhases(records, downMs, upMs, `engine-${down.engine}`) };
   }
+  if (gapAt >= 0) {
+    const gapMs = emu.changes.filter((c) => c.state === 'gap').map((c) => rel(c.at))[0];
+    if (gapMs === undefined) throw new Error('--events-gap: the emulator reported no gap');
+    res.events_gap = { at_ms: Math.round(gapMs), phases: summariseGap(records, gapMs) };
+  }
   return res;
+}
+
+// A run whose engines each lost a batch of events (--events-gap): the
+// requests sent in the 10 s (model time) before it and in the 10 s after.
+function summariseGap(records, gapMs) {
+  const out = {};
+  for (const [name, within] of [['before_10s', (t) => t >= gapMs - 10000 && t < gapMs],
+    ['after_10s', (t) => t >= gapMs && t < gapMs + 10000]]) {
+    const ok = records.filter((r) => r && r.ok && within(r.sentMs));
+    out[name] = {
+      requests: ok.length,
+      request_hit_rate: ok.length ? Math.round(ok.filter((r) => r.cachedTokens > 0).length / ok.length * 1e4) / 1e4 : null,
+      cached_token_ratio: ok.length ? Math.round(ok.reduce((a, r) => a + r.cachedTokens, 0) /
+        ok.reduce((a, r) => a + r.promptTokens, 0) * 1e4) / 1e4 : null,
+      false_hits: ok.filter((r) => r.overlap > 0 && !(r.cachedTokens > 0)).length,
+    };
+  }
+  return out;
 }
 
 // A random name per client and run: which engine a client's connection
@@ -369,6 +401,13 @@ function medianOf(results) {
       }
       return m;
     });
+  }
+  if (results[0].events_gap) {
+    out.events_gap = { at_ms: median(results.map((r) => r.events_gap.at_ms)), phases: {} };
+    for (const [k, p] of Object.entries(results[0].events_gap.phases)) {
+      out.events_gap.phases[k] = {};
+      for (const f of Object.keys(p)) out.events_gap.phases[k][f] = median(results.map((r) => r.events_gap.phases[k][f]));
+    }
   }
   // a server stale in any run flags the point
   out.stale_at_start = [].concat(...results.map((r) => r.stale_at_start || []));

@@ -48,6 +48,29 @@ async function singleTokenWords(tokenizerPath) {
   return words;
 }
 
+// --keys: each prefix type a variant of adapter (the base model or LoRA
+// adapter ad-1..ad-L, by `model`) and, with salt, of cache_salt (none or
+// the type's own tenant, half the types); types whose variants differ
+// share their tokens, so only the keys keep their blocks apart.  keys:
+// { lora: L, salt: bool } or null. Returns { tokens: how many distinct
+// token prefixes, of(p): {model?, salt?} } or null.
+function keyVariants(keys, prefixes) {
+  if (!keys || (!keys.lora && !keys.salt)) return null;
+  const adapters = (keys.lora || 0) + 1;
+  const n = adapters * (keys.salt ? 2 : 1);
+  const tokens = Math.ceil(prefixes / n);
+  return {
+    tokens,
+    of: (p) => {
+      const v = Math.floor(p / tokens);
+      const out = {};
+      if (v % adapters > 0) out.model = `ad-${v % adapters}`;
+      if (keys.salt && Math.floor(v / adapters) % 2 === 1) out.salt = `tenant-${p}`;
+      return out;
+    },
+  };
+}
+
 // Build the request list. Returns {prefixes: [{ids, text}], requests:
 // [{prefixId, ids, text}]}.
 function buildWorkload(words, o) {
@@ -66,6 +89,12 @@ function buildWorkload(words, o) {
   };
   const prefixes = [];
   for (let p = 0; p < o.prefixes; p++) prefixes.push(draw(prefixTokens));
+  const variants = keyVariants(o.keys, o.prefixes);
+  // with keys, types share token prefixes and differ by adapter and salt
+  // (every prefix is drawn anyway, so the rest of the workload is the same)
+  for (let p = 0; p < o.prefixes; p++) {
+    if (variants) Object.assign(prefixes[p], prefixes[p % variants.tokens], variants.of(p));
+  }
   // popularity: uniform (the seed's), or Zipf with exponent o.zipf (prefix
   // k drawn with weight 1/(k+1)^s); one draw of r() a request either way
   const cumulative = [];
@@ -91,6 +120,8 @@ function buildWorkload(words, o) {
     const tail = draw(tailTokens);
     const h = history[prefixId];
     const q = { prefixId, ids: h.ids.concat(tail.ids), text: h.text + tail.text };
+    if (prefixes[prefixId].model) q.model = prefixes[prefixId].model;
+    if (prefixes[prefixId].salt) q.salt = prefixes[prefixId].salt;
     requests.push(q);
     if (++h.turn < turns) {
       h.ids = q.ids;
@@ -102,4 +133,4 @@ function buildWorkload(words, o) {
   return { prefixes, requests };
 }
 
-module.exports = { rng, singleTokenWords, buildWorkload, PREFIX_TOKENS, TAIL_TOKENS, tokenizerJsonPath };
+module.exports = { rng, singleTokenWords, buildWorkload, keyVariants, PREFIX_TOKENS, TAIL_TOKENS, tokenizerJsonPath };

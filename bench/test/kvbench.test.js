@@ -69,6 +69,30 @@ test('workload: --turns T grows each conversation by one tail a request', () => 
   }
 });
 
+test('workload: --keys salt,lora=2: types share tokens, kept apart by adapter and salt only', () => {
+  const plain = buildWorkload(words, { seed: 4, prefixes: 24, requests: 400 });
+  const keyed = buildWorkload(words, { seed: 4, prefixes: 24, requests: 400, keys: { salt: true, lora: 2 } });
+  // 6 variants (base, ad-1, ad-2; each unsalted and salted): 4 token prefixes
+  const variant = (p) => `${p.model || 'base'}/${p.salt ? 'salted' : '-'}`;
+  const tokens = new Set(keyed.prefixes.map((p) => p.ids.join(',')));
+  assert.equal(tokens.size, 4);
+  const pairs = new Set(keyed.prefixes.map((p) => `${p.ids.join(',')}|${variant(p)}`));
+  assert.equal(pairs.size, 24, 'every type a distinct (tokens, keys) pair');
+  assert.equal(new Set(keyed.prefixes.map(variant)).size, 6);
+  const salts = keyed.prefixes.filter((p) => p.salt).map((p) => p.salt);
+  assert.equal(new Set(salts).size, 12, 'half the types salted, each its own tenant');
+  // the same picks and tails; each request carries its type's keys
+  assert.deepEqual(keyed.requests.map((q) => q.prefixId), plain.requests.map((q) => q.prefixId));
+  assert.deepEqual(keyed.requests.map((q) => q.ids.slice(2032).join(',')),
+    plain.requests.map((q) => q.ids.slice(2032).join(',')));
+  for (const q of keyed.requests) {
+    assert.equal(q.model, keyed.prefixes[q.prefixId].model);
+    assert.equal(q.salt, keyed.prefixes[q.prefixId].salt);
+  }
+  const share = keyed.requests.filter((q) => q.salt).length / keyed.requests.length;
+  assert.ok(share > 0.4 && share < 0.6, `salted share ${share}`);
+});
+
 test('workload: prefix types are drawn evenly', () => {
   const w = buildWorkload(words, { seed: 3, prefixes: 4, requests: 4000 });
   const counts = [0, 0, 0, 0];
