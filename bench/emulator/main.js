@@ -17,7 +17,8 @@ const { spawn } = require('node:child_process');
 
 // Commands on stdin, one a line (for kvbench's fault runs):
 //   down I MS   engine I goes away for MS ms and comes back empty
-//   gap I N     engine I's KV event publisher loses its next N batches
+//   gap I N     engine I's KV event publisher loses its next N batches (0:
+//               none, a marker for a control run)
 //               (kept in its replay buffer, as batches a subscriber's
 //               high-water mark dropped): the subscriber sees a gap
 // Each change is reported on stdout as "engine I down|up|gap".

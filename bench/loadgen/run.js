@@ -232,7 +232,7 @@ async function drive(o, wl, emu, ports, extra) {
     arrivalSeed: 0xa771 + o.seed * 131 + (o.run || 0),
     onSend: (i) => {
       if (i === downAt) emu.command(`down ${down.engine} ${down.ms}`);
-      if (i === gapAt) for (let e = 0; e < o.workers; e++) emu.command(`gap ${e} 1`);
+      if (i === gapAt) for (let e = 0; e < o.workers; e++) emu.command(`gap ${e} ${o.eventsGapBatches === undefined ? 1 : o.eventsGapBatches}`);
     } });
   // the figures in model time: what the emulated engines' clock says
   // (nginx's own real time is scaled with it, a small error at the time
@@ -268,7 +268,8 @@ async function drive(o, wl, emu, ports, extra) {
   if (gapAt >= 0) {
     const gapMs = emu.changes.filter((c) => c.state === 'gap').map((c) => rel(c.at))[0];
     if (gapMs === undefined) throw new Error('--events-gap: the emulator reported no gap');
-    res.events_gap = { at_ms: Math.round(gapMs), phases: summariseGap(records, gapMs) };
+    res.events_gap = { at_ms: Math.round(gapMs), batches_lost: o.eventsGapBatches === undefined ? 1 : o.eventsGapBatches,
+      phases: summariseGap(records, gapMs) };
   }
   return res;
 }
@@ -403,7 +404,8 @@ function medianOf(results) {
     });
   }
   if (results[0].events_gap) {
-    out.events_gap = { at_ms: median(results.map((r) => r.events_gap.at_ms)), phases: {} };
+    out.events_gap = { at_ms: median(results.map((r) => r.events_gap.at_ms)),
+      batches_lost: results[0].events_gap.batches_lost, phases: {} };
     for (const [k, p] of Object.entries(results[0].events_gap.phases)) {
       out.events_gap.phases[k] = {};
       for (const f of Object.keys(p)) out.events_gap.phases[k][f] = median(results.map((r) => r.events_gap.phases[k][f]));

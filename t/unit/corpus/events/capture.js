@@ -1,7 +1,8 @@
 'use strict';
 // Captures KV event messages from the bench emulator for t/unit/test_events.c.
 //
-//   node t/unit/corpus/events/capture.js      (from the repository root)
+//   node t/unit/corpus/events/capture.js [NAME ...]   (from the repository
+//                                                     root; default: all)
 //
 // For each configuration it starts the emulator (ports 18701 HTTP, 18801
 // events), subscribes with a ZMQ SUB socket, sends a few token-id prompts
@@ -40,6 +41,10 @@ const CONFIGS = [
     '--events-report-full', '--events-hybrid'] },
   { name: 'sglang-map-bigram', args: ['--flavour', 'sglang', '--events-format', 'map',
     '--events-bigram', '--events-offload', '8'] },
+  // vLLM's extra keys: a salted request, then one of a LoRA adapter (each
+  // block's extra_keys, lora_name, lora_id), and partial-block stores
+  { name: 'vllm-map-keys', args: ['--events-format', 'map', '--lora-modules', 'ad-a',
+    '--events-partial'], bodies: [{ cache_salt: 'tenant-1' }, { model: 'ad-a' }, {}] },
 ];
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -138,9 +143,11 @@ async function capture(cfg) {
 
   try {
     // 3 blocks, 4 more under a parent, 10 more (> 16: evictions)
-    for (const [seed, n] of [[1, 50], [1, 120], [3, 165]]) {
+    const sizes = [[1, 50], [1, 120], [3, 165]];
+    for (let k = 0; k < sizes.length; k++) {
+      const [seed, n] = sizes[k];
       const prompt = Array.from({ length: n }, (_, i) => (seed * 7919 + i * 104729) % 151643);
-      await post('/v1/completions', { prompt, max_tokens: 2 });
+      await post('/v1/completions', Object.assign({ prompt, max_tokens: 2 }, (cfg.bodies || [])[k] || {}));
     }
     await sleep(300);
     await post('/reset_prefix_cache');
@@ -175,7 +182,8 @@ async function capture(cfg) {
 }
 
 (async () => {
-  for (const cfg of CONFIGS) await capture(cfg);
+  const only = process.argv.slice(2);
+  for (const cfg of CONFIGS) if (only.length === 0 || only.includes(cfg.name)) await capture(cfg);
 })().catch((e) => {
   console.error(e);
   process.exit(1);
