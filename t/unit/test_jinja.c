@@ -444,17 +444,50 @@ test_compile_errors(void)
 
 
 /*
- * vLLM's "openai" content format: a template looping over contents gets
- * each content as a list of text parts; others get one string
+ * Renders request with a tokenizer_config's text; expect NULL: refused.
+ * Returns whether the template was accepted.
  */
-static void
-test_content_format(void)
+static int
+render_is(const char *config, const char *request, const char *expect,
+    const char *name)
 {
     int                  rc;
     char                 err[256], out[256];
     size_t               out_len;
     kvr_json_doc_t      *doc;
     kvr_chat_config_t   *cfg;
+
+    doc = kvr_json_parse(request, strlen(request), 0);
+    cfg = kvr_chat_config_parse(config, strlen(config), NULL, err,
+                                sizeof(err));
+    rc = cfg ? kvr_chat_render(cfg, doc, 0, out, sizeof(out), &out_len,
+                               err, sizeof(err))
+             : -1;
+
+    if (expect == NULL) {
+        tap_ok(cfg != NULL && rc < 0, name);
+
+    } else {
+        tap_ok(rc == 0 && out_len == strlen(expect)
+               && memcmp(out, expect, out_len) == 0, name);
+    }
+
+    kvr_chat_config_free(cfg);
+    kvr_json_free(doc);
+
+    return cfg != NULL;
+}
+
+
+/*
+ * vLLM's "openai" content format: a template looping over contents gets
+ * each content as a list of text parts; others get one string.  Media
+ * parts: the render cut where the first lands (at the part in the openai
+ * format, before the message's text in the string format).
+ */
+static void
+test_content_format(void)
+{
     static const char    config[] =
         "{\"chat_template\": \"{% for m in messages %}{% for p in "
         "m['content'] %}{{ p.type }}:{{ p.text }};{% endfor %}|"
@@ -462,82 +495,34 @@ test_content_format(void)
     static const char    plain[] =
         "{\"chat_template\": \"{% for m in messages %}{{ m.content }}|"
         "{% endfor %}\"}";
+    static const char    dropping[] =
+        "{\"chat_template\": \"{% for m in messages %}{{ m.content|length }}|"
+        "{% endfor %}\"}";
     static const char    request[] =
         "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}, "
         "{\"role\": \"user\", \"content\": [{\"type\": \"text\", "
         "\"text\": \"x\"}, {\"type\": \"input_text\", \"text\": \"y\"}]}, "
         "{\"role\": \"assistant\", \"content\": null}]}";
-    static const char    parts[] = "text:hi;|text:x;text:y;||";
-    static const char    joined[] = "hi|x\ny||";
     static const char    media[] =
         "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}, "
         "{\"role\": \"user\", \"content\": [{\"type\": \"text\", "
         "\"text\": \"x\"}, {\"type\": \"image_url\", \"image_url\": "
         "{\"url\": \"u\"}}, {\"type\": \"text\", \"text\": \"y\"}]}]}";
-    static const char    media_parts[] = "text:hi;|text:x;text:";
-    static const char    media_joined[] = "hi|";
-    static const char    dropping[] =
-        "{\"chat_template\": \"{% for m in messages %}{{ m.content|length }}|"
-        "{% endfor %}\"}";
 
-    doc = kvr_json_parse(request, strlen(request), 0);
+    tap_ok(render_is(config, request, "text:hi;|text:x;text:y;||",
+                     "contents as lists of text parts (openai format)"),
+           "a template looping over contents is accepted");
+    tap_ok(render_is(plain, request, "hi|x\ny||",
+                     "contents as strings, parts joined (string format)"),
+           "a template printing contents is accepted");
 
-    cfg = kvr_chat_config_parse(config, strlen(config), NULL, err,
-                                sizeof(err));
-    tap_ok(cfg != NULL, "a template looping over contents is accepted");
-    rc = cfg ? kvr_chat_render(cfg, doc, 0, out, sizeof(out), &out_len,
-                               err, sizeof(err))
-             : -1;
-    tap_ok(rc == 0 && out_len == sizeof(parts) - 1
-           && memcmp(out, parts, out_len) == 0,
-           "contents as lists of text parts (openai format)");
-    kvr_chat_config_free(cfg);
-
-    cfg = kvr_chat_config_parse(plain, strlen(plain), NULL, err,
-                                sizeof(err));
-    tap_ok(cfg != NULL, "a template printing contents is accepted");
-    rc = cfg ? kvr_chat_render(cfg, doc, 0, out, sizeof(out), &out_len,
-                               err, sizeof(err))
-             : -1;
-    tap_ok(rc == 0 && out_len == sizeof(joined) - 1
-           && memcmp(out, joined, out_len) == 0,
-           "contents as strings, parts joined (string format)");
-    kvr_chat_config_free(cfg);
-
-    kvr_json_free(doc);
-
-    /* media: openai format at the part, string format before the text */
-    doc = kvr_json_parse(media, strlen(media), 0);
-
-    cfg = kvr_chat_config_parse(config, strlen(config), NULL, err,
-                                sizeof(err));
-    rc = cfg ? kvr_chat_render(cfg, doc, 0, out, sizeof(out), &out_len,
-                               err, sizeof(err))
-             : -1;
-    tap_ok(rc == 0 && out_len == sizeof(media_parts) - 1
-           && memcmp(out, media_parts, out_len) == 0,
-           "openai format: cut at the media part, after the text before it");
-    kvr_chat_config_free(cfg);
-
-    cfg = kvr_chat_config_parse(plain, strlen(plain), NULL, err,
-                                sizeof(err));
-    rc = cfg ? kvr_chat_render(cfg, doc, 0, out, sizeof(out), &out_len,
-                               err, sizeof(err))
-             : -1;
-    tap_ok(rc == 0 && out_len == sizeof(media_joined) - 1
-           && memcmp(out, media_joined, out_len) == 0,
-           "string format: cut before the message's text");
-    kvr_chat_config_free(cfg);
-
-    cfg = kvr_chat_config_parse(dropping, strlen(dropping), NULL, err,
-                                sizeof(err));
-    rc = cfg ? kvr_chat_render(cfg, doc, 0, out, sizeof(out), &out_len,
-                               err, sizeof(err))
-             : -1;
-    tap_ok(rc < 0, "a template that drops the media's place is refused");
-    kvr_chat_config_free(cfg);
-
-    kvr_json_free(doc);
+    render_is(config, media, "text:hi;|text:x;text:",
+              "openai format: cut at the media part, after the text before "
+              "it");
+    render_is(plain, media, "hi|", "string format: cut before the message's "
+              "text");
+    render_is(dropping, media, NULL, "a template that drops the media's "
+              "place is refused");
 }
 
 
