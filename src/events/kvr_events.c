@@ -55,6 +55,10 @@ typedef enum {
      | KVR_BIT(KVR_F_SPEC_KIND))
 
 
+/* an event with no field read yet */
+static const kvr_event_t  kvr_events_none;
+
+
 /* array-era positions (after the tag) of each event's fields */
 static const uint8_t  kvr_events_stored_pos[] = {
     KVR_F_HASHES, KVR_F_PARENT, KVR_F_TOKENS, KVR_F_BLOCK_SIZE,
@@ -86,8 +90,7 @@ static const uint8_t *kvr_events_array(kvr_events_ctx_t *ctx,
 static const uint8_t *kvr_events_map(kvr_events_ctx_t *ctx,
     const uint8_t *p, const uint8_t *end, uint64_t n);
 static int kvr_events_complete(kvr_events_ctx_t *ctx, kvr_event_type_e type);
-static int kvr_events_tag(const uint8_t *tag, size_t len,
-    kvr_event_type_e *type);
+static kvr_event_type_e kvr_events_tag(const uint8_t *tag, size_t len);
 
 
 void
@@ -445,7 +448,7 @@ kvr_events_list(kvr_events_decoder_t *dec, const uint8_t *p,
     kvr_events_ctx_t    ctx;
     kvr_events_item_t  *item;
 
-    p = kvr_mp_read(p, end, &v);
+    p = kvr_mp_next(p, end, &v);
     if (p == NULL || v.type != KVR_MP_ARRAY) {
         *err = KVR_EVENTS_ERR_MSGPACK;
         return NULL;
@@ -470,8 +473,18 @@ kvr_events_list(kvr_events_decoder_t *dec, const uint8_t *p,
     }
 
     for (i = 0; i < n; i++) {
+
+        /*
+         * decoded in place: an event not kept leaves n_items as it was;
+         * zeroed by assignment (memset of an item is a "rep stos", slow
+         * to start, once an event)
+         */
+        item = &dec->items[dec->n_items];
+        item->ev = kvr_events_none;
+
         memset(&ctx, 0, sizeof(kvr_events_ctx_t));
         ctx.dec = dec;
+        ctx.ev = &item->ev;
         ctx.depth = dec->limits.max_depth - 3;
         hash_start = dec->n_hashes;
         token_start = dec->n_tokens;
@@ -498,16 +511,15 @@ kvr_events_list(kvr_events_decoder_t *dec, const uint8_t *p,
         }
 
         /* keep only what the event carries */
-        if (ctx.ev.type != KVR_EVENT_BLOCK_STORED) {
+        if (item->ev.type != KVR_EVENT_BLOCK_STORED) {
             dec->n_tokens = token_start;
         }
 
-        if (ctx.ev.type == KVR_EVENT_ALL_BLOCKS_CLEARED) {
+        if (item->ev.type == KVR_EVENT_ALL_BLOCKS_CLEARED) {
             dec->n_hashes = hash_start;
         }
 
-        item = &dec->items[dec->n_items++];
-        item->ev = ctx.ev;
+        dec->n_items++;
         item->hash_off = ctx.hash_off;
         item->token_off = ctx.token_off;
         item->has_extra = ctx.has_extra;
@@ -526,16 +538,16 @@ kvr_events_list(kvr_events_decoder_t *dec, const uint8_t *p,
 static const uint8_t *
 kvr_events_event(kvr_events_ctx_t *ctx, const uint8_t *p, const uint8_t *end)
 {
-    kvr_mp_t          v;
-    kvr_event_type_e  type;
+    kvr_mp_t  v;
 
-    p = kvr_mp_read(p, end, &v);
+    p = kvr_mp_next(p, end, &v);
     if (p == NULL) {
         return NULL;
     }
 
     ctx->tag = NULL;
     ctx->tag_len = 0;
+    ctx->type = 0;
 
     if (v.type == KVR_MP_ARRAY) {
         p = kvr_events_array(ctx, p, end, v.n);
@@ -559,11 +571,11 @@ kvr_events_event(kvr_events_ctx_t *ctx, const uint8_t *p, const uint8_t *end)
         return p;
     }
 
-    if (!kvr_events_tag(ctx->tag, ctx->tag_len, &type)) {
+    if (ctx->type == 0) {
         return p;
     }
 
-    if (kvr_events_complete(ctx, type) != 0) {
+    if (kvr_events_complete(ctx, ctx->type) != 0) {
         return NULL;
     }
 
@@ -579,7 +591,6 @@ kvr_events_array(kvr_events_ctx_t *ctx, const uint8_t *p, const uint8_t *end,
     uint64_t             i;
     uint32_t             n_pos;
     const uint8_t       *first, *pos;
-    kvr_event_type_e     type;
     kvr_events_field_e   field;
 
     i = 0;
@@ -601,12 +612,14 @@ kvr_events_array(kvr_events_ctx_t *ctx, const uint8_t *p, const uint8_t *end,
     n_pos = 0;
     pos = NULL;
 
-    if (ctx->tag != NULL && kvr_events_tag(ctx->tag, ctx->tag_len, &type)) {
-        if (type == KVR_EVENT_BLOCK_STORED) {
+    if (ctx->tag != NULL) {
+        ctx->type = kvr_events_tag(ctx->tag, ctx->tag_len);
+
+        if (ctx->type == KVR_EVENT_BLOCK_STORED) {
             pos = kvr_events_stored_pos;
             n_pos = sizeof(kvr_events_stored_pos);
 
-        } else if (type == KVR_EVENT_BLOCK_REMOVED) {
+        } else if (ctx->type == KVR_EVENT_BLOCK_REMOVED) {
             pos = kvr_events_removed_pos;
             n_pos = sizeof(kvr_events_removed_pos);
         }
@@ -640,7 +653,7 @@ kvr_events_map(kvr_events_ctx_t *ctx, const uint8_t *p, const uint8_t *end,
 
     for (i = 0; i < n; i++) {
         key = p;
-        p = kvr_mp_read(p, end, &k);
+        p = kvr_mp_next(p, end, &k);
         if (p == NULL) {
             return NULL;
         }
@@ -668,7 +681,12 @@ kvr_events_map(kvr_events_ctx_t *ctx, const uint8_t *p, const uint8_t *end,
                 if (p == NULL) {
                     return NULL;
                 }
+
+                continue;
             }
+
+            /* a repeated key: the last one's tag */
+            ctx->type = kvr_events_tag(ctx->tag, ctx->tag_len);
 
             continue;
         }
@@ -692,7 +710,7 @@ static int
 kvr_events_complete(kvr_events_ctx_t *ctx, kvr_event_type_e type)
 {
     uint32_t      required, fields;
-    kvr_event_t   kept;
+    kvr_event_t   kept, *ev;
 
     switch (type) {
 
@@ -718,50 +736,58 @@ kvr_events_complete(kvr_events_ctx_t *ctx, kvr_event_type_e type)
     }
 
     ctx->known = 1;
+    ev = ctx->ev;
 
-    if (type == KVR_EVENT_BLOCK_REMOVED) {
-        kept = ctx->ev;
-        memset(&ctx->ev, 0, sizeof(kvr_event_t));
-        ctx->ev.n_hashes = kept.n_hashes;
-        ctx->ev.hashes = kept.hashes;
-        ctx->ev.medium = kept.medium;
-        ctx->ev.medium_len = kept.medium_len;
-        ctx->ev.group_idx = kept.group_idx;
-        ctx->ev.has_group_idx = kept.has_group_idx;
-        ctx->ev.spec_kind = kept.spec_kind;
-        ctx->ev.spec_kind_len = kept.spec_kind_len;
+    /*
+     * only a map can have tried fields a removal does not have (an array
+     * event's positions are its type's): the event starts zeroed
+     */
+
+    if (type == KVR_EVENT_BLOCK_REMOVED
+        && ((ctx->seen | ctx->bad) & ~KVR_REMOVED_FIELDS))
+    {
+        kept = *ev;
+        memset(ev, 0, sizeof(kvr_event_t));
+        ev->n_hashes = kept.n_hashes;
+        ev->hashes = kept.hashes;
+        ev->medium = kept.medium;
+        ev->medium_len = kept.medium_len;
+        ev->group_idx = kept.group_idx;
+        ev->has_group_idx = kept.has_group_idx;
+        ev->spec_kind = kept.spec_kind;
+        ev->spec_kind_len = kept.spec_kind_len;
         ctx->has_extra = 0;
 
     } else if (type == KVR_EVENT_ALL_BLOCKS_CLEARED) {
-        memset(&ctx->ev, 0, sizeof(kvr_event_t));
+        memset(ev, 0, sizeof(kvr_event_t));
         ctx->has_extra = 0;
 
-    } else if (ctx->extra != NULL && kvr_events_extra(ctx) != 0) {
+    } else if (type == KVR_EVENT_BLOCK_STORED
+               && ctx->extra != NULL && kvr_events_extra(ctx) != 0)
+    {
         return -1;
     }
 
-    ctx->ev.type = type;
+    ev->type = type;
 
     return 0;
 }
 
 
-static int
-kvr_events_tag(const uint8_t *tag, size_t len, kvr_event_type_e *type)
+/* the event type a tag names, 0 for any other tag */
+static kvr_event_type_e
+kvr_events_tag(const uint8_t *tag, size_t len)
 {
     if (len == 11 && memcmp(tag, "BlockStored", 11) == 0) {
-        *type = KVR_EVENT_BLOCK_STORED;
-        return 1;
+        return KVR_EVENT_BLOCK_STORED;
     }
 
     if (len == 12 && memcmp(tag, "BlockRemoved", 12) == 0) {
-        *type = KVR_EVENT_BLOCK_REMOVED;
-        return 1;
+        return KVR_EVENT_BLOCK_REMOVED;
     }
 
     if (len == 16 && memcmp(tag, "AllBlocksCleared", 16) == 0) {
-        *type = KVR_EVENT_ALL_BLOCKS_CLEARED;
-        return 1;
+        return KVR_EVENT_ALL_BLOCKS_CLEARED;
     }
 
     return 0;

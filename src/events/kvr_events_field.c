@@ -68,7 +68,7 @@ kvr_events_field(kvr_events_ctx_t *ctx, kvr_events_field_e field,
     kvr_event_t          *ev;
     const uint8_t        *q;
 
-    ev = &ctx->ev;
+    ev = ctx->ev;
 
     switch (field) {
 
@@ -92,7 +92,7 @@ kvr_events_field(kvr_events_ctx_t *ctx, kvr_events_field_e field,
         break;
 
     case KVR_F_BLOCK_SIZE:
-        q = kvr_mp_read(p, end, &v);
+        q = kvr_mp_next(p, end, &v);
         if (q == NULL || v.type != KVR_MP_UINT || v.n == 0
             || v.n > UINT32_MAX)
         {
@@ -137,7 +137,7 @@ kvr_events_field(kvr_events_ctx_t *ctx, kvr_events_field_e field,
             break;
         }
 
-        q = kvr_mp_read(p, end, &v);
+        q = kvr_mp_next(p, end, &v);
         if (q == NULL || v.type != KVR_MP_ARRAY) {
             q = NULL;
             break;
@@ -251,7 +251,7 @@ kvr_events_hashes(kvr_events_ctx_t *ctx, const uint8_t *p,
 
     dec = ctx->dec;
 
-    p = kvr_mp_read(p, end, &v);
+    p = kvr_mp_next(p, end, &v);
     if (p == NULL || v.type != KVR_MP_ARRAY) {
         return NULL;
     }
@@ -280,7 +280,7 @@ kvr_events_hashes(kvr_events_ctx_t *ctx, const uint8_t *p,
     }
 
     ctx->hash_off = dec->n_hashes;
-    ctx->ev.n_hashes = (uint32_t) v.n;
+    ctx->ev->n_hashes = (uint32_t) v.n;
     dec->n_hashes += v.n;
 
     return p;
@@ -293,7 +293,7 @@ kvr_events_hash(const uint8_t *p, const uint8_t *end, uint64_t *hash)
 {
     kvr_mp_t  v;
 
-    p = kvr_mp_read(p, end, &v);
+    p = kvr_mp_next(p, end, &v);
     if (p == NULL) {
         return NULL;
     }
@@ -324,12 +324,17 @@ kvr_events_hash(const uint8_t *p, const uint8_t *end, uint64_t *hash)
 /*
  * Token ids: ints in 0..UINT32_MAX of any encoded width.  While 9 bytes
  * are left, one 8-byte load and table lookups decode any width without
- * a branch on it (widths vary at random in real token lists).
+ * a branch on it (widths vary at random in real token lists).  The next
+ * id's position is computed from the first byte, not looked up: each id
+ * waits for the one before it, and a load more would lengthen that chain
+ * (0x80 and above: a valid one is 0xcc-0xcf or 0xd0-0xd3, 1 + 1, 2, 4 or
+ * 8 bytes, the low two bits).
  */
 static const uint8_t *
 kvr_events_tokens(kvr_events_ctx_t *ctx, const uint8_t *p,
     const uint8_t *end)
 {
+    size_t                 len;
     uint32_t               i, n;
     uint32_t              *tokens;
     uint64_t               t, raw, fix;
@@ -339,7 +344,7 @@ kvr_events_tokens(kvr_events_ctx_t *ctx, const uint8_t *p,
 
     dec = ctx->dec;
 
-    p = kvr_mp_read(p, end, &v);
+    p = kvr_mp_next(p, end, &v);
     if (p == NULL || v.type != KVR_MP_ARRAY) {
         return NULL;
     }
@@ -369,7 +374,7 @@ kvr_events_tokens(kvr_events_ctx_t *ctx, const uint8_t *p,
             return NULL;
         }
 
-        ctx->ev.bigram = 1;
+        ctx->ev->bigram = 1;
         i = n;
     }
 
@@ -385,6 +390,7 @@ kvr_events_tokens(kvr_events_ctx_t *ctx, const uint8_t *p,
             raw = kvr_mp_be64(p + 1) >> kvr_tok_shift[c];
             fix = (uint64_t) 0 - (c < 0x80);
             t = (c & fix) | (raw & ~fix);
+            len = (c < 0x80) ? 1 : 1 + ((size_t) 1 << (c & 3));
 
         } else {
             if (p >= end) {
@@ -398,6 +404,7 @@ kvr_events_tokens(kvr_events_ctx_t *ctx, const uint8_t *p,
             }
 
             t = (c < 0x80) ? c : kvr_mp_be(p + 1, kvr_tok_len[c] - 1);
+            len = kvr_tok_len[c];
         }
 
         if (t > kvr_tok_max[c]) {
@@ -405,11 +412,11 @@ kvr_events_tokens(kvr_events_ctx_t *ctx, const uint8_t *p,
         }
 
         tokens[i] = (uint32_t) t;
-        p += kvr_tok_len[c];
+        p += len;
     }
 
     ctx->token_off = dec->n_tokens;
-    ctx->ev.n_tokens = n;
+    ctx->ev->n_tokens = n;
     dec->n_tokens += n;
 
     return p;
@@ -438,7 +445,7 @@ kvr_events_bigrams(kvr_events_ctx_t *ctx, const uint8_t *p,
         p++;
 
         for (j = 0; j < 2; j++) {
-            p = kvr_mp_read(p, end, &v);
+            p = kvr_mp_next(p, end, &v);
             if (p == NULL || v.type != KVR_MP_UINT || v.n > UINT32_MAX) {
                 return NULL;
             }
@@ -461,7 +468,7 @@ kvr_events_meta(kvr_events_ctx_t *ctx, const uint8_t *p, const uint8_t *end)
     kvr_mp_t              v;
     const uint8_t        *key;
 
-    p = kvr_mp_read(p, end, &v);
+    p = kvr_mp_next(p, end, &v);
     if (p == NULL || v.type != KVR_MP_MAP) {
         return NULL;
     }
@@ -470,7 +477,7 @@ kvr_events_meta(kvr_events_ctx_t *ctx, const uint8_t *p, const uint8_t *end)
 
     for (i = 0; i < n; i++) {
         key = p;
-        p = kvr_mp_read(p, end, &v);
+        p = kvr_mp_next(p, end, &v);
         if (p == NULL) {
             return NULL;
         }
@@ -478,8 +485,8 @@ kvr_events_meta(kvr_events_ctx_t *ctx, const uint8_t *p, const uint8_t *end)
         if (v.type == KVR_MP_STR && v.n == 10
             && memcmp(v.data, "cache_salt", 10) == 0)
         {
-            p = kvr_events_str(p, end, &ctx->ev.cache_salt,
-                               &ctx->ev.cache_salt_len);
+            p = kvr_events_str(p, end, &ctx->ev->cache_salt,
+                               &ctx->ev->cache_salt_len);
             if (p == NULL) {
                 return NULL;
             }
@@ -521,7 +528,7 @@ kvr_events_extra(kvr_events_ctx_t *ctx)
     kvr_events_decoder_t  *dec;
 
     dec = ctx->dec;
-    ev = &ctx->ev;
+    ev = ctx->ev;
     n = ev->n_hashes;
 
     if (kvr_events_reserve((void **) &dec->extras, &dec->extras_cap,
@@ -643,7 +650,7 @@ kvr_events_str(const uint8_t *p, const uint8_t *end, const uint8_t **s,
 {
     kvr_mp_t  v;
 
-    p = kvr_mp_read(p, end, &v);
+    p = kvr_mp_next(p, end, &v);
     if (p == NULL) {
         return NULL;
     }
@@ -673,7 +680,7 @@ kvr_events_int(const uint8_t *p, const uint8_t *end, int64_t *value,
 
     *has = 0;
 
-    p = kvr_mp_read(p, end, &v);
+    p = kvr_mp_next(p, end, &v);
     if (p == NULL) {
         return NULL;
     }
@@ -711,18 +718,13 @@ kvr_events_skip(const uint8_t *p, const uint8_t *end, uint32_t depth,
 }
 
 
-/* room for need elements of size bytes, growing by doubling up to max */
+/* kvr_events_reserve()'s growth: doubling, up to max */
 int
-kvr_events_reserve(void **buf, size_t *cap, size_t need, size_t size,
+kvr_events_grow(void **buf, size_t *cap, size_t need, size_t size,
     size_t max)
 {
     size_t   n;
     void    *p;
-
-    /* allocated even for none: arithmetic on a NULL base is undefined */
-    if (need <= *cap && *buf != NULL) {
-        return 0;
-    }
 
     n = (*cap > 0) ? *cap : 64;
 

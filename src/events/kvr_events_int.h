@@ -61,13 +61,14 @@ struct kvr_events_decoder_s {
 /* the state of one event being decoded */
 typedef struct {
     kvr_events_decoder_t  *dec;
-    kvr_event_t            ev;
+    kvr_event_t           *ev;         /* in dec->items, zeroed */
     size_t                 hash_off;   /* of ev's hashes in dec->hashes */
     size_t                 token_off;
     const uint8_t         *extra;      /* extra_keys' bytes, if an array */
     const uint8_t         *extra_end;
     const uint8_t         *tag;        /* the event's type, if a str */
     size_t                 tag_len;
+    kvr_event_type_e       type;       /* the tag's, 0: another tag */
     kvr_events_status_e    err;        /* why a NULL return, if not OK */
     uint32_t               seen;       /* fields decoded */
     uint32_t               bad;        /* fields with a bad value */
@@ -86,8 +87,22 @@ const uint8_t *kvr_events_str(const uint8_t *p, const uint8_t *end,
 int kvr_events_extra(kvr_events_ctx_t *ctx);
 const uint8_t *kvr_events_skip(const uint8_t *p, const uint8_t *end,
     uint32_t depth, kvr_events_status_e *err);
-int kvr_events_reserve(void **buf, size_t *cap, size_t need, size_t size,
+int kvr_events_grow(void **buf, size_t *cap, size_t need, size_t size,
     size_t max);
+
+
+/* room for need elements of size bytes; grown (out of line) if short */
+static inline int
+kvr_events_reserve(void **buf, size_t *cap, size_t need, size_t size,
+    size_t max)
+{
+    /* allocated even for none: arithmetic on a NULL base is undefined */
+    if (need <= *cap && *buf != NULL) {
+        return 0;
+    }
+
+    return kvr_events_grow(buf, cap, need, size, max);
+}
 
 
 #endif /* _KVR_EVENTS_INT_H_INCLUDED_ */

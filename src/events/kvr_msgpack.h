@@ -128,4 +128,75 @@ kvr_mp_be(const uint8_t *p, size_t n)
 }
 
 
+/*
+ * kvr_mp_read(), the same result, with the headers an event is mostly
+ * made of read inline (positive fixint, fixarray, array 16, fixstr, uint,
+ * nil): a call less for each value of a batch
+ */
+static inline const uint8_t *
+kvr_mp_next(const uint8_t *p, const uint8_t *end, kvr_mp_t *v)
+{
+    size_t    left, size;
+    unsigned  c;
+
+    if (p >= end) {
+        return NULL;
+    }
+
+    c = *p;
+    left = (size_t) (end - p) - 1;
+
+    if (c < 0x80) {
+        v->type = KVR_MP_UINT;
+        v->n = c;
+        return p + 1;
+    }
+
+    if ((c & 0xf0) == 0x90) {
+        v->type = KVR_MP_ARRAY;
+        v->n = c & 0x0f;
+        return (v->n <= left) ? p + 1 : NULL;
+    }
+
+    if ((c & 0xe0) == 0xa0) {
+        v->type = KVR_MP_STR;
+        v->n = c & 0x1f;
+
+        if (v->n > left) {
+            return NULL;
+        }
+
+        v->data = p + 1;
+        return p + 1 + v->n;
+    }
+
+    if (c >= 0xcc && c <= 0xcf) {
+        size = (size_t) 1 << (c - 0xcc);
+
+        if (left < size) {
+            return NULL;
+        }
+
+        v->type = KVR_MP_UINT;
+        v->n = kvr_mp_be(p + 1, size);
+        return p + 1 + size;
+    }
+
+    if (c == 0xc0) {
+        v->type = KVR_MP_NIL;
+        return p + 1;
+    }
+
+    /* array 16: a block's token ids (16 or more) */
+
+    if (c == 0xdc && left >= 2) {
+        v->type = KVR_MP_ARRAY;
+        v->n = kvr_mp_be(p + 1, 2);
+        return (v->n <= left - 2) ? p + 3 : NULL;
+    }
+
+    return kvr_mp_read(p, end, v);
+}
+
+
 #endif /* _KVR_MSGPACK_H_INCLUDED_ */

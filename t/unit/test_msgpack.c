@@ -342,6 +342,69 @@ test_big_endian(void)
 }
 
 
+/*
+ * kvr_mp_next() is kvr_mp_read() with some headers read inline: the same
+ * result for every first byte, every input length up to 12 and three
+ * fillings of the bytes after it (counts and lengths small, large, 0)
+ */
+static void
+test_next(void)
+{
+    int             same;
+    size_t          c, len, fill, i;
+    uint8_t        *buf;
+    kvr_mp_t        a, b;
+    const uint8_t  *pa, *pb;
+
+    static const uint8_t  fills[3][11] = {
+        { 0x00, 0x03, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09 },
+        { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff },
+        { 0 }
+    };
+
+    same = 1;
+
+    for (c = 0; c < 256; c++) {
+        for (len = 1; len <= 12; len++) {
+            for (fill = 0; fill < 3; fill++) {
+                buf = malloc(len);
+                buf[0] = (uint8_t) c;
+
+                for (i = 1; i < len; i++) {
+                    buf[i] = fills[fill][i - 1];
+                }
+
+                memset(&a, 0, sizeof(kvr_mp_t));
+                memset(&b, 0, sizeof(kvr_mp_t));
+                pa = kvr_mp_read(buf, buf + len, &a);
+                pb = kvr_mp_next(buf, buf + len, &b);
+
+                if (pa != pb
+                    || (pa != NULL
+                        && (a.type != b.type || a.n != b.n
+                            || a.data != b.data
+                            || memcmp(&a.f, &b.f, sizeof(double)) != 0)))
+                {
+                    if (same) {
+                        printf("#   first byte 0x%02zx, %zu bytes, fill %zu\n",
+                               c, len, fill);
+                    }
+
+                    same = 0;
+                }
+
+                free(buf);
+            }
+        }
+    }
+
+    tap_ok(same, "kvr_mp_next() reads every first byte as kvr_mp_read()");
+
+    /* and reads nothing when there is nothing */
+    tap_ok(kvr_mp_next(fills[0], fills[0], &a) == NULL, "next: no bytes");
+}
+
+
 int
 main(void)
 {
@@ -351,6 +414,7 @@ main(void)
     test_bounds();
     test_depth();
     test_big_endian();
+    test_next();
 
     return tap_done();
 }
