@@ -235,6 +235,18 @@ kvr_emap_remove(kvr_emap_t *map, uint64_t engine, uint64_t *key)
 }
 
 
+void
+kvr_emap_prefetch(kvr_emap_t *map, uint64_t engine)
+{
+#if defined(__GNUC__)
+    __builtin_prefetch(&map->cells[kvr_emap_slot(map, engine)]);
+#else
+    (void) map;
+    (void) engine;
+#endif
+}
+
+
 uint64_t
 kvr_emap_get(kvr_emap_t *map, uint64_t engine, int *found)
 {

@@ -42,6 +42,9 @@ uint32_t kvr_emap_put(kvr_emap_t *map, uint64_t engine, uint64_t key);
  */
 int64_t kvr_emap_remove(kvr_emap_t *map, uint64_t engine, uint64_t *key);
 
+/* starts loading the cell a lookup of engine reads first; changes nothing */
+void kvr_emap_prefetch(kvr_emap_t *map, uint64_t engine);
+
 /* the key of engine, 0 when unknown (*found says which) */
 uint64_t kvr_emap_get(kvr_emap_t *map, uint64_t engine, int *found);
 

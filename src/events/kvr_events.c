@@ -90,6 +90,8 @@ static const uint8_t *kvr_events_array(kvr_events_ctx_t *ctx,
 static const uint8_t *kvr_events_map(kvr_events_ctx_t *ctx,
     const uint8_t *p, const uint8_t *end, uint64_t n);
 static int kvr_events_complete(kvr_events_ctx_t *ctx, kvr_event_type_e type);
+static void kvr_events_resolve(kvr_events_decoder_t *dec,
+    kvr_events_item_t *item);
 static kvr_event_type_e kvr_events_tag(const uint8_t *tag, size_t len);
 
 
@@ -172,12 +174,7 @@ kvr_events_decode(kvr_events_decoder_t *dec, const uint8_t *buf, size_t len,
     /* all of the payload is good: deliver */
     for (i = 0; i < dec->n_items; i++) {
         item = &dec->items[i];
-        item->ev.hashes = item->ev.n_hashes ? dec->hashes + item->hash_off
-                                            : NULL;
-        item->ev.token_ids = item->ev.n_tokens
-                             ? dec->tokens + item->token_off : NULL;
-        item->ev.extra = item->has_extra ? dec->extras + item->hash_off
-                                         : NULL;
+        kvr_events_resolve(dec, item);
 
         batch->n_delivered++;
 
@@ -187,6 +184,36 @@ kvr_events_decode(kvr_events_decoder_t *dec, const uint8_t *buf, size_t len,
     }
 
     return KVR_EVENTS_OK;
+}
+
+
+const kvr_event_t *
+kvr_events_next(kvr_events_decoder_t *dec, const kvr_event_batch_t *batch)
+{
+    kvr_events_item_t  *item;
+
+    /* n_delivered counts the event being delivered */
+
+    if (batch->n_delivered >= dec->n_items) {
+        return NULL;
+    }
+
+    item = &dec->items[batch->n_delivered];
+    kvr_events_resolve(dec, item);
+
+    return &item->ev;
+}
+
+
+/* an item's arrays, from offsets into the decoder's memory to pointers */
+static void
+kvr_events_resolve(kvr_events_decoder_t *dec, kvr_events_item_t *item)
+{
+    item->ev.hashes = item->ev.n_hashes ? dec->hashes + item->hash_off
+                                        : NULL;
+    item->ev.token_ids = item->ev.n_tokens ? dec->tokens + item->token_off
+                                           : NULL;
+    item->ev.extra = item->has_extra ? dec->extras + item->hash_off : NULL;
 }
 
 

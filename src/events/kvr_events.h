@@ -250,6 +250,15 @@ kvr_events_status_e kvr_events_decode(kvr_events_decoder_t *dec,
     const uint8_t *buf, size_t len, kvr_event_batch_t *batch,
     kvr_event_handler_pt handler, void *data);
 
+/*
+ * During a handler call: the event to be delivered after this one (its
+ * arrays valid until kvr_events_decode() returns), or NULL after the
+ * batch's last.  For a handler that prepares the next event's work (its
+ * cache misses) while it applies this one; it is delivered as usual.
+ */
+const kvr_event_t *kvr_events_next(kvr_events_decoder_t *dec,
+    const kvr_event_batch_t *batch);
+
 const char *kvr_events_status_name(kvr_events_status_e status);
 
 

@@ -13,12 +13,30 @@
 #define KVR_KVSTATE_CHUNK  64      /* blocks keyed per round */
 
 
+/*
+ * A BlockStored's first keys, made before its turn: while the event
+ * before it is applied, its index buckets are fetched (a cache miss in a
+ * large index: with one-block events each would stall alone).  Used only
+ * if its parent's key is still the one they chain from.
+ */
 typedef struct {
-    kvr_kvstate_t   *st;
-    kvr_index_t     *ix;
-    uint64_t         seq;
-    int              reset;
-    unsigned         started:1;
+    const kvr_event_t    *ev;         /* whose keys, NULL: none */
+    uint64_t              parent;     /* the key they chain from, or 0 */
+    uint64_t              seed;
+    size_t                n;          /* keys of its first chunk */
+    uint64_t              keys[KVR_KVSTATE_CHUNK];
+} kvr_kvstate_ahead_t;
+
+
+typedef struct {
+    kvr_kvstate_t          *st;
+    kvr_index_t            *ix;
+    kvr_events_decoder_t   *dec;
+    uint64_t                seq;
+    int                     reset;
+    unsigned                started:1;
+    unsigned                turn:1;   /* ahead[turn]: the event's own */
+    kvr_kvstate_ahead_t     ahead[2];
 } kvr_kvstate_run_t;
 
 
@@ -36,17 +54,26 @@ static void kvr_kvstate_tier_removed(kvr_kvstate_t *st, kvr_index_t *ix,
 static void kvr_kvstate_tiers_reset(kvr_kvstate_t *st, kvr_index_t *ix);
 static void kvr_kvstate_forget(kvr_kvstate_t *st, kvr_index_t *ix, int slot,
     kvr_emap_t *map);
-static int kvr_kvstate_main(kvr_kvstate_t *st, const kvr_event_t *ev);
+static int kvr_kvstate_main(kvr_kvstate_t *st, const kvr_event_t *ev,
+    int learn);
 static void kvr_kvstate_cleared(kvr_kvstate_t *st, kvr_index_t *ix);
 static void kvr_kvstate_unpredict(kvr_kvstate_t *st, kvr_index_t *ix,
     uint64_t key);
 static void kvr_kvstate_removed(kvr_kvstate_t *st, kvr_index_t *ix,
     const kvr_event_t *ev);
+static void kvr_kvstate_event(kvr_kvstate_t *st, kvr_index_t *ix,
+    const kvr_event_t *ev, const kvr_kvstate_ahead_t *a);
 static void kvr_kvstate_stored(kvr_kvstate_t *st, kvr_index_t *ix,
-    kvr_kvtier_t *t, const kvr_event_t *ev);
+    kvr_kvtier_t *t, const kvr_event_t *ev, const kvr_kvstate_ahead_t *a);
 static uint64_t kvr_kvstate_seed(const kvr_event_t *ev);
 static void kvr_kvstate_store(kvr_kvstate_t *st, kvr_index_t *ix,
-    kvr_kvtier_t *t, const kvr_event_t *ev, uint64_t parent, uint64_t seed);
+    kvr_kvtier_t *t, const kvr_event_t *ev, uint64_t parent, uint64_t seed,
+    const kvr_kvstate_ahead_t *a);
+static void kvr_kvstate_keys(const kvr_event_t *ev, size_t done, size_t n,
+    uint64_t parent, uint64_t seed, uint64_t *keys);
+static void kvr_kvstate_prepare(kvr_kvstate_t *st, kvr_index_t *ix,
+    const kvr_event_t *ev, const kvr_event_t *before,
+    const kvr_kvstate_ahead_t *pre, kvr_kvstate_ahead_t *a);
 static int kvr_kvstate_handler(void *data, const kvr_event_batch_t *batch,
     const kvr_event_t *ev);
 
@@ -133,9 +160,13 @@ kvr_kvstate_batch(kvr_kvstate_t *st, kvr_index_t *ix,
 
     run.st = st;
     run.ix = ix;
+    run.dec = dec;
     run.seq = seq;
     run.reset = 0;
     run.started = 0;
+    run.turn = 0;
+    run.ahead[0].ev = NULL;
+    run.ahead[1].ev = NULL;
 
     /* the sequence is taken at the first event, once all of it decoded */
 
@@ -162,14 +193,27 @@ kvr_kvstate_handler(void *data, const kvr_event_batch_t *batch,
 {
     kvr_kvstate_run_t  *run = data;
 
-    (void) batch;
+    kvr_kvstate_ahead_t  *own, *next;
 
     if (!run->started) {
         run->started = 1;
         run->reset = kvr_kvstate_sequence(run->st, run->ix, run->seq);
     }
 
-    kvr_kvstate_apply(run->st, run->ix, ev);
+    /* ev's keys, if made ahead; the next event's are made now */
+
+    own = &run->ahead[run->turn];
+    next = &run->ahead[run->turn ^ 1];
+    run->turn ^= 1;
+
+    if (own->ev != ev) {
+        own = NULL;
+    }
+
+    kvr_kvstate_prepare(run->st, run->ix, kvr_events_next(run->dec, batch),
+                        ev, own, next);
+
+    kvr_kvstate_event(run->st, run->ix, ev, own);
 
     return 0;
 }
@@ -271,6 +315,16 @@ kvr_kvstate_drop(void *data, uint64_t engine, uint64_t key)
 void
 kvr_kvstate_apply(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev)
 {
+    kvr_kvstate_event(st, ix, ev, NULL);
+}
+
+
+/* one event; a: its keys made ahead, or NULL */
+
+static void
+kvr_kvstate_event(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev,
+    const kvr_kvstate_ahead_t *a)
+{
     kvr_tier_e  tier;
 
     if (ev->type != KVR_EVENT_ALL_BLOCKS_CLEARED) {
@@ -285,14 +339,14 @@ kvr_kvstate_apply(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev)
         if (tier != KVR_TIER_GPU) {
             st->stats.offloaded += ev->n_hashes;
 
-            if (tier != KVR_TIER_OTHER && kvr_kvstate_main(st, ev)) {
+            if (tier != KVR_TIER_OTHER && kvr_kvstate_main(st, ev, 1)) {
                 kvr_kvstate_tier_apply(st, ix, tier, ev);
             }
 
             return;
         }
 
-        if (!kvr_kvstate_main(st, ev)) {
+        if (!kvr_kvstate_main(st, ev, 1)) {
             st->stats.other_group += ev->n_hashes;
             return;
         }
@@ -309,7 +363,7 @@ kvr_kvstate_apply(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev)
         return;
 
     case KVR_EVENT_BLOCK_STORED:
-        kvr_kvstate_stored(st, ix, NULL, ev);
+        kvr_kvstate_stored(st, ix, NULL, ev, a);
         return;
 
     default:
@@ -376,7 +430,7 @@ kvr_kvstate_unpredict(kvr_kvstate_t *st, kvr_index_t *ix, uint64_t key)
  */
 static void
 kvr_kvstate_stored(kvr_kvstate_t *st, kvr_index_t *ix, kvr_kvtier_t *t,
-    const kvr_event_t *ev)
+    const kvr_event_t *ev, const kvr_kvstate_ahead_t *a)
 {
     int       found;
     uint64_t  parent;
@@ -428,7 +482,14 @@ kvr_kvstate_stored(kvr_kvstate_t *st, kvr_index_t *ix, kvr_kvtier_t *t,
         }
     }
 
-    kvr_kvstate_store(st, ix, t, ev, parent, kvr_kvstate_seed(ev));
+    /* keys made ahead chain from the parent's key of that time */
+
+    if (a != NULL && a->parent == parent) {
+        kvr_kvstate_store(st, ix, t, ev, parent, a->seed, a);
+        return;
+    }
+
+    kvr_kvstate_store(st, ix, t, ev, parent, kvr_kvstate_seed(ev), NULL);
 }
 
 
@@ -457,13 +518,15 @@ kvr_kvstate_seed(const kvr_event_t *ev)
  */
 static void
 kvr_kvstate_store(kvr_kvstate_t *st, kvr_index_t *ix, kvr_kvtier_t *t,
-    const kvr_event_t *ev, uint64_t parent, uint64_t seed)
+    const kvr_event_t *ev, uint64_t parent, uint64_t seed,
+    const kvr_kvstate_ahead_t *a)
 {
-    int          slot;
-    size_t       j, n, done;
-    uint32_t     put;
-    uint64_t     keys[KVR_KVSTATE_CHUNK];
-    kvr_emap_t  *handles;
+    int              slot;
+    size_t           j, n, done;
+    uint32_t         put;
+    uint64_t         buf[KVR_KVSTATE_CHUNK];
+    kvr_emap_t      *handles;
+    const uint64_t  *keys;
 
     handles = (t != NULL) ? t->handles : st->handles;
     slot = (t != NULL) ? t->slot : st->slot;
@@ -481,21 +544,25 @@ kvr_kvstate_store(kvr_kvstate_t *st, kvr_index_t *ix, kvr_kvtier_t *t,
             n = 1;
         }
 
-        if (done == 0 && !ev->has_parent) {
-            kvr_hash_token_blocks_salted(ev->token_ids, n * ev->block_size,
-                                         ev->block_size, seed,
-                                         (const char *) ev->cache_salt,
-                                         ev->cache_salt_len, keys, n);
+        if (done == 0 && a != NULL) {
+            keys = a->keys;
 
         } else {
-            kvr_hash_token_blocks_after(parent,
-                                        ev->token_ids + done * ev->block_size,
-                                        n * ev->block_size, ev->block_size,
-                                        seed, keys, n);
-        }
+            kvr_kvstate_keys(ev, done, n, parent, seed, buf);
+            keys = buf;
 
-        if (ev->extra != NULL && ev->extra[done] != 0) {
-            keys[0] = kvr_hash_chain(keys[0], ev->extra[done]);
+            /* the chunk's misses overlap, not one block's after another's */
+
+            if (n > 1) {
+                for (j = 0; j < n; j++) {
+                    kvr_emap_prefetch(handles, ev->hashes[done + j]);
+                    kvr_index_prefetch_ref(ix, slot, keys[j]);
+
+                    if (t == NULL && st->pred_slot >= 0) {
+                        kvr_index_prefetch_ref(ix, st->pred_slot, keys[j]);
+                    }
+                }
+            }
         }
 
         /* a chain's first block: a prefix now lives on the server */
@@ -539,6 +606,113 @@ kvr_kvstate_store(kvr_kvstate_t *st, kvr_index_t *ix, kvr_kvtier_t *t,
 
         parent = keys[n - 1];
     }
+}
+
+
+/* blocks done .. done + n - 1 of a BlockStored, chained from parent */
+
+static void
+kvr_kvstate_keys(const kvr_event_t *ev, size_t done, size_t n,
+    uint64_t parent, uint64_t seed, uint64_t *keys)
+{
+    if (done == 0 && !ev->has_parent) {
+        kvr_hash_token_blocks_salted(ev->token_ids, n * ev->block_size,
+                                     ev->block_size, seed,
+                                     (const char *) ev->cache_salt,
+                                     ev->cache_salt_len, keys, n);
+
+    } else {
+        kvr_hash_token_blocks_after(parent,
+                                    ev->token_ids + done * ev->block_size,
+                                    n * ev->block_size, ev->block_size,
+                                    seed, keys, n);
+    }
+
+    if (ev->extra != NULL && ev->extra[done] != 0) {
+        keys[0] = kvr_hash_chain(keys[0], ev->extra[done]);
+    }
+}
+
+
+/*
+ * The keys of ev's first chunk made ahead (into a) and what applying them
+ * reads first fetched, when ev is a BlockStored of the GPU tier that
+ * kvr_kvstate_stored() would key: before, the event applied in between
+ * (pre: its keys made ahead, or NULL), may store ev's parent.  Nothing
+ * else is changed.
+ */
+
+static void
+kvr_kvstate_prepare(kvr_kvstate_t *st, kvr_index_t *ix, const kvr_event_t *ev,
+    const kvr_event_t *before, const kvr_kvstate_ahead_t *pre,
+    kvr_kvstate_ahead_t *a)
+{
+    int       found;
+    size_t    j, n;
+    uint64_t  parent;
+
+    a->ev = NULL;
+
+    if (ev == NULL || ev->type == KVR_EVENT_ALL_BLOCKS_CLEARED
+        || kvr_kvstate_tier(ev->medium, ev->medium_len) != KVR_TIER_GPU)
+    {
+        return;
+    }
+
+    /* a removal's handles: the map's cells (a large map misses too) */
+
+    if (ev->type == KVR_EVENT_BLOCK_REMOVED) {
+        for (j = 0; j < ev->n_hashes && j < KVR_KVSTATE_CHUNK; j++) {
+            kvr_emap_prefetch(st->handles, ev->hashes[j]);
+        }
+
+        return;
+    }
+
+    if (ev->n_hashes == 0 || ev->extra != NULL
+        || ev->block_size != st->block_size
+        || (uint64_t) ev->n_hashes * ev->block_size != ev->n_tokens
+        || !kvr_kvstate_main(st, ev, 0))
+    {
+        return;
+    }
+
+    parent = 0;
+
+    if (ev->has_parent) {
+        parent = kvr_emap_get(st->handles, ev->parent, &found);
+
+        /* a chain going on from the blocks the event before stores */
+
+        if (!found && pre != NULL && pre->n == before->n_hashes
+            && before->hashes[pre->n - 1] == ev->parent)
+        {
+            parent = pre->keys[pre->n - 1];
+            found = 1;
+        }
+
+        if (!found) {
+            return;
+        }
+    }
+
+    n = (ev->n_hashes < KVR_KVSTATE_CHUNK) ? ev->n_hashes : KVR_KVSTATE_CHUNK;
+
+    a->seed = kvr_kvstate_seed(ev);
+    kvr_kvstate_keys(ev, 0, n, parent, a->seed, a->keys);
+
+    for (j = 0; j < n; j++) {
+        kvr_emap_prefetch(st->handles, ev->hashes[j]);
+        kvr_index_prefetch_ref(ix, st->slot, a->keys[j]);
+
+        if (st->pred_slot >= 0) {
+            kvr_index_prefetch_ref(ix, st->pred_slot, a->keys[j]);
+        }
+    }
+
+    a->ev = ev;
+    a->parent = parent;
+    a->n = n;
 }
 
 
@@ -643,7 +817,7 @@ kvr_kvstate_tier_apply(kvr_kvstate_t *st, kvr_index_t *ix, kvr_tier_e tier,
             kvr_kvstate_tier_hashes(st, ix, t, ev);
 
         } else {
-            kvr_kvstate_stored(st, ix, t, ev);
+            kvr_kvstate_stored(st, ix, t, ev, NULL);
         }
 
         return;
@@ -783,10 +957,13 @@ kvr_kvstate_tier_removed(kvr_kvstate_t *st, kvr_index_t *ix, kvr_kvtier_t *t,
 }
 
 
-/* whether the event is the full-attention group's (kvr_kvstate.h) */
+/*
+ * whether the event is the full-attention group's (kvr_kvstate.h); learn:
+ * a kind named is remembered for its group (not when looking ahead)
+ */
 
 static int
-kvr_kvstate_main(kvr_kvstate_t *st, const kvr_event_t *ev)
+kvr_kvstate_main(kvr_kvstate_t *st, const kvr_event_t *ev, int learn)
 {
     int       main;
     size_t    len;
@@ -804,7 +981,7 @@ kvr_kvstate_main(kvr_kvstate_t *st, const kvr_event_t *ev)
                || (len == 13
                    && memcmp(ev->spec_kind, "mla_attention", 13) == 0);
 
-        if (g != NULL) {
+        if (g != NULL && learn) {
             *g = main ? 1 : 2;
         }
 

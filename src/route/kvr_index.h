@@ -110,6 +110,13 @@ size_t kvr_index_record(kvr_index_t *ix, int slot, const uint64_t *hashes,
 uint32_t kvr_index_add_ref(kvr_index_t *ix, int slot, uint64_t hash);
 uint32_t kvr_index_remove_ref(kvr_index_t *ix, int slot, uint64_t hash);
 
+/*
+ * Starts loading the bucket add_ref() and remove_ref() of hash in slot
+ * read first (a cache miss in a large index), so that a caller knowing
+ * its next blocks overlaps their misses.  Changes nothing.
+ */
+void kvr_index_prefetch_ref(kvr_index_t *ix, int slot, uint64_t hash);
+
 /* removes every entry of slot; keeps the slot */
 void kvr_index_clear_slot(kvr_index_t *ix, int slot);
 

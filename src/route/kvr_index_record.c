@@ -397,6 +397,17 @@ kvr_index_add_ref(kvr_index_t *ix, int slot, uint64_t hash)
     return en->refs;
 }
 
+void
+kvr_index_prefetch_ref(kvr_index_t *ix, int slot, uint64_t hash)
+{
+    if (slot < 0 || slot >= KVR_INDEX_MAX_SLOTS) {
+        return;
+    }
+
+    kvr_index_prefetch(&kvr_index_buckets(ix)[kvr_index_bucket(ix, hash,
+                                                                slot)]);
+}
+
 uint32_t
 kvr_index_remove_ref(kvr_index_t *ix, int slot, uint64_t hash)
 {
