@@ -4,7 +4,9 @@
 # X-data-parallel-rank, tells the engine which rank.  The upstreams echo the
 # request headers they received.  A rank's AllBlocksCleared leaves the
 # other ranks' blocks; ranks may start above 0; without ranks to choose
-# from the header is omitted.
+# from the header is omitted.  Each rank has its own kvroute_events_*
+# counters on the status page (a rank="N" label): one rank's events move
+# its own only.
 
 use lib 't/lib';
 use Test::Nginx::Socket;
@@ -106,6 +108,34 @@ sub http_config {
     return $c;
 }
 
+sub removed {
+    my (@hashes) = @_;
+    return {
+        type => 'BlockRemoved',
+        block_hashes => [ map { { u64 => $_ } } @hashes ],
+        medium => 'GPU',
+    };
+}
+
+# the status page has each line given (exactly) and none of those unwanted
+# (prefixes of lines)
+sub status_like {
+    my ($lines, $unwanted) = @_;
+    my $re = join '', map { "(?=.*^\Q$_\E\n)" } @$lines;
+    $re .= join '', map { "(?!.*^\Q$_\E)" } @{ $unwanted || [] };
+    return qr/\A$re/ms;
+}
+
+# kvroute_events_* lines of server A of a block: { metric => value }
+sub rank_lines {
+    my ($block, $rank, %values) = @_;
+    my $server = '127.0.0.1:' . server_port($block, 'A');
+    return map {
+        "kvroute_events_${_}{upstream=\"llm\",server=\"$server\","
+        . "rank=\"$rank\"} $values{$_}"
+    } sort keys %values;
+}
+
 sub prompt {
     my ($first, $n) = @_;
     return "POST /v1/completions\n" . JSON::PP->new->canonical->encode(
@@ -127,6 +157,7 @@ location /v1/ {
     add_header X-Kvroute "$kvroute_reason $kvroute_overlap/$kvroute_blocks rank=$kvroute_dp_rank";
 }
 location = /wait { echo_sleep 3.5; echo ok; }
+location = /kvroute_status { kvroute_status; }
 _EOC_
 
 our $MainConfig = <<'_EOC_';
@@ -269,6 +300,64 @@ Content-Type: application/json
 [ "", "X-Kvroute: overlap 1/1 rank=" ]
 --- response_body_like eval
 [ qr/ok/, main::sent('A') ]
+--- no_error_log
+[error]
+[alert]
+
+
+
+=== TEST 6: per-rank counters: rank 0 stores 2 blocks and removes 1, rank 1
+publishes nothing; rank 0's kvroute_events_* move, rank 1's stay at 0 (and
+it is stale: its stream never started), each line labelled with its rank;
+no line of the server without a rank; its index lines sum the ranks
+--- main_config eval: $::MainConfig
+--- http_config eval: main::http_config(6, 2, [ 'A' ])
+--- config eval: $::Config
+--- init
+main::publish(6,
+    [ 'A', 0, main::batch(0, 0, main::stored(3000, 11, 12)),
+              main::batch(1, 0, main::removed(12)) ]);
+--- timeout: 8
+--- request eval
+[ "GET /wait", "GET /kvroute_status" ]
+--- response_body_like eval
+[ qr/ok/, main::status_like(
+    [ main::rank_lines(6, 0, messages_total => 2, batches_total => 2,
+                       stored_blocks_total => 2, removed_blocks_total => 1,
+                       stale => 0, dropped_total => 0),
+      main::rank_lines(6, 1, messages_total => 0, batches_total => 0,
+                       stored_blocks_total => 0, removed_blocks_total => 0,
+                       stale => 1, connects_total => 0),
+      'kvroute_indexed_blocks{upstream="llm",server="127.0.0.1:'
+      . main::server_port(6, 'A') . '"} 1' ],
+    [ 'kvroute_events_messages_total{upstream="llm",server="127.0.0.1:'
+      . main::server_port(6, 'A') . '"}' ]) ]
+--- no_error_log
+[error]
+[alert]
+
+
+
+=== TEST 7: ranks from 2 (events_ranks=2-3): the labels are the ranks as
+the engine numbers them (events_port + rank); rank 3's events move its
+counters only
+--- main_config eval: $::MainConfig
+--- http_config eval: main::http_config(7, '2-3', [ 'A' ])
+--- config eval: $::Config
+--- init
+main::publish(7,
+    [ 'A', 3, main::batch(0, 3, main::stored(4000, 21, 22, 23)) ]);
+--- timeout: 8
+--- request eval
+[ "GET /wait", "GET /kvroute_status" ]
+--- response_body_like eval
+[ qr/ok/, main::status_like(
+    [ main::rank_lines(7, 3, messages_total => 1, batches_total => 1,
+                       stored_blocks_total => 3, stale => 0),
+      main::rank_lines(7, 2, messages_total => 0, batches_total => 0,
+                       stored_blocks_total => 0, stale => 1) ],
+    [ 'kvroute_events_messages_total{upstream="llm",server="127.0.0.1:'
+      . main::server_port(7, 'A') . '",rank="0"}' ]) ]
 --- no_error_log
 [error]
 [alert]

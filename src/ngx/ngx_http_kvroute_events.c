@@ -57,8 +57,12 @@ typedef struct {
     void                           *zmq;        /* the context */
     void                           *monitor;    /* the socket's (re)connects */
     ngx_http_kvroute_srv_conf_t    *conf;
-    ngx_int_t                       slot;       /* the rank's index slot */
-    ngx_int_t                       server;     /* the server's: stats */
+    ngx_int_t                       slot;       /* the rank's index slot,
+                                                   and its counters */
+    ngx_int_t                       server;     /* the server's slot */
+    int                            *ranks;      /* the server's ranks'
+                                                   slots, or NULL */
+    ngx_uint_t                      nranks;
     ngx_int_t                       pred_slot;  /* -1: no predictions */
     kvr_kvstate_t                   state;
     kvr_feed_t                      feed;
@@ -385,6 +389,11 @@ ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
     sub->conf = kcf;
     sub->slot = slot;
     sub->server = rt->slots[peer_index];
+
+    if (rt->nranks) {
+        sub->ranks = &rt->rank_slots[peer_index * rt->nranks];
+        sub->nranks = rt->nranks;
+    }
 
     /* the prefixes its events store: the policy's counts in kv mode */
     sub->state.roots = (slot >= 0 && slot < NGX_HTTP_KVROUTE_MAX_PEERS)
@@ -809,7 +818,7 @@ ngx_http_kvroute_events_connects(ngx_http_kvroute_sub_t *sub)
 
         if (event == ZMQ_EVENT_CONNECTED) {
             connected = 1;
-            stats = &sub->conf->zone->sh->events[sub->server];
+            stats = &sub->conf->zone->sh->events[sub->slot];
             stats->connects++;
         }
     }
@@ -838,13 +847,16 @@ ngx_http_kvroute_events_reset(ngx_http_kvroute_sub_t *sub)
 
 
 /*
- * The server's index became stale or complete (kvr_feed's changes): while
- * stale, its predictions keep as much as the approximate model would.
+ * The stream's index became stale or complete (kvr_feed's changes): while
+ * it is stale, or, with data-parallel ranks, any of the server's ranks',
+ * the server's predictions keep as much as the approximate model would.
  */
 
 static void
 ngx_http_kvroute_events_publish(ngx_http_kvroute_sub_t *sub, int changes)
 {
+    int                               rank;
+    ngx_uint_t                        r, stale;
     ngx_http_kvroute_zone_t          *zone;
     ngx_http_kvroute_events_stats_t  *stats;
 
@@ -853,7 +865,7 @@ ngx_http_kvroute_events_publish(ngx_http_kvroute_sub_t *sub, int changes)
     }
 
     zone = sub->conf->zone;
-    stats = &zone->sh->events[sub->server];
+    stats = &zone->sh->events[sub->slot];
 
     ngx_http_kvroute_lock(zone);
 
@@ -861,6 +873,22 @@ ngx_http_kvroute_events_publish(ngx_http_kvroute_sub_t *sub, int changes)
 
     if (changes & KVR_FEED_BECAME_STALE) {
         stats->stale_total++;
+    }
+
+    /* the server's own entry: what its predictions' size is read from */
+
+    if (sub->ranks && sub->server >= 0) {
+        stale = 0;
+
+        for (r = 0; r < sub->nranks; r++) {
+            rank = sub->ranks[r];
+
+            if (rank >= 0 && rank < NGX_HTTP_KVROUTE_MAX_PEERS) {
+                stale |= zone->sh->events[rank].stale;
+            }
+        }
+
+        zone->sh->events[sub->server].stale = stale;
     }
 
     if (sub->pred_slot >= 0) {
@@ -1070,7 +1098,7 @@ ngx_http_kvroute_events_replay(ngx_http_kvroute_sub_t *sub, uint64_t from,
         return;
     }
 
-    zone->sh->events[sub->server].replays++;
+    zone->sh->events[sub->slot].replays++;
     kvr_feed_asked(&sub->feed, ngx_current_msec);
 }
 
@@ -1121,7 +1149,7 @@ ngx_http_kvroute_events_replayed(ngx_http_kvroute_events_t *ev,
                       "kvroute: replay from \"%s\" did not end in time, "
                       "following the live stream", sub->replay_endpoint);
 
-        stats = &sub->conf->zone->sh->events[sub->server];
+        stats = &sub->conf->zone->sh->events[sub->slot];
         stats->lost++;
         break;
 
@@ -1143,7 +1171,7 @@ ngx_http_kvroute_events_reply(ngx_http_kvroute_events_t *ev,
     kvr_events_replay_t               reply;
     ngx_http_kvroute_events_stats_t  *stats;
 
-    stats = &sub->conf->zone->sh->events[sub->server];
+    stats = &sub->conf->zone->sh->events[sub->slot];
 
     if (kvr_events_replay_frame(frames, nframes, &reply) != KVR_EVENTS_OK) {
         stats->dropped++;
@@ -1192,7 +1220,7 @@ ngx_http_kvroute_events_message(ngx_http_kvroute_events_t *ev,
     ngx_http_kvroute_events_stats_t  *stats;
 
     zone = sub->conf->zone;
-    stats = &zone->sh->events[sub->server];
+    stats = &zone->sh->events[sub->slot];
 
     stats->messages++;
     stats->last_msec = ngx_current_msec;
@@ -1241,7 +1269,7 @@ ngx_http_kvroute_events_batch(ngx_http_kvroute_events_t *ev,
     ngx_http_kvroute_events_stats_t  *stats;
 
     zone = sub->conf->zone;
-    stats = &zone->sh->events[sub->server];
+    stats = &zone->sh->events[sub->slot];
     cleared = sub->state.stats.cleared;
 
     /* a batch that does not decode changes nothing, its sequence too */

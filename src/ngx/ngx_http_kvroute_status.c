@@ -83,9 +83,12 @@ static u_char *ngx_http_kvroute_status_upstream(u_char *p, u_char *last,
 static u_char *ngx_http_kvroute_status_peer(u_char *p, u_char *last,
     ngx_http_kvroute_srv_conf_t *kcf, ngx_str_t *server, ngx_int_t slot,
     int *ranks, ngx_uint_t backup);
+static u_char *ngx_http_kvroute_status_streams(u_char *p, u_char *last,
+    ngx_http_kvroute_srv_conf_t *kcf, ngx_str_t *server, ngx_int_t slot,
+    int *ranks, ngx_uint_t backup);
 static u_char *ngx_http_kvroute_status_events(u_char *p, u_char *last,
     ngx_http_kvroute_srv_conf_t *kcf, ngx_str_t *server, ngx_int_t slot,
-    ngx_uint_t backup);
+    ngx_uint_t backup, ngx_int_t rank);
 static u_char *ngx_http_kvroute_status_engine(u_char *p, u_char *last,
     ngx_http_kvroute_srv_conf_t *kcf, ngx_str_t *server, ngx_int_t slot,
     ngx_uint_t backup);
@@ -93,7 +96,7 @@ static u_char *ngx_http_kvroute_status_zone(u_char *p, u_char *last,
     ngx_http_kvroute_srv_conf_t *kcf);
 static u_char *ngx_http_kvroute_status_lines(u_char *p, u_char *last,
     ngx_str_t *metrics, uint64_t *values, ngx_str_t *upstream,
-    ngx_str_t *server, ngx_uint_t backup);
+    ngx_str_t *server, ngx_uint_t backup, ngx_int_t rank);
 
 
 char *
@@ -215,9 +218,17 @@ ngx_http_kvroute_status_size(ngx_http_upstream_srv_conf_t *uscf)
             size += ngx_http_kvroute_status_lines_size(
                         ngx_http_kvroute_peer_metrics, labels);
 
+            /* with ranks, each rank's: ,rank="N" more */
+
             if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) {
-                size += ngx_http_kvroute_status_lines_size(
-                            ngx_http_kvroute_events_metrics, labels);
+                size += (kcf->events_ranks.count > 1)
+                        ? kcf->events_ranks.count
+                          * ngx_http_kvroute_status_lines_size(
+                                ngx_http_kvroute_events_metrics,
+                                labels + sizeof(",rank=\"\"") - 1
+                                + NGX_INT_T_LEN)
+                        : ngx_http_kvroute_status_lines_size(
+                                ngx_http_kvroute_events_metrics, labels);
             }
 
             if (kcf->metrics) {
@@ -280,6 +291,7 @@ static u_char *
 ngx_http_kvroute_status_upstream(u_char *p, u_char *last,
     ngx_http_upstream_srv_conf_t *uscf)
 {
+    int                           *ranks;
     ngx_int_t                      slot;
     ngx_uint_t                     i;
     ngx_http_kvroute_runtime_t    *rt;
@@ -296,16 +308,16 @@ ngx_http_kvroute_status_upstream(u_char *p, u_char *last,
     for (list = peers; list; list = list->next) {
         for (peer = list->peer; peer; peer = peer->next, i++) {
             slot = (i < rt->nslots) ? rt->slots[i] : -1;
+            ranks = (rt->nranks && i < rt->nslots)
+                    ? &rt->rank_slots[i * rt->nranks] : NULL;
 
             p = ngx_http_kvroute_status_peer(p, last, kcf, &peer->name, slot,
-                                             rt->nranks && i < rt->nslots
-                                             ? &rt->rank_slots[i * rt->nranks]
-                                             : NULL,
-                                             list != peers);
+                                             ranks, list != peers);
 
             if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV && slot >= 0) {
-                p = ngx_http_kvroute_status_events(p, last, kcf, &peer->name,
-                                                   slot, list != peers);
+                p = ngx_http_kvroute_status_streams(p, last, kcf,
+                                                    &peer->name, slot,
+                                                    ranks, list != peers);
             }
 
             if (kcf->metrics && slot >= 0) {
@@ -389,16 +401,47 @@ ngx_http_kvroute_status_peer(u_char *p, u_char *last,
     return ngx_http_kvroute_status_lines(p, last,
                                          ngx_http_kvroute_peer_metrics,
                                          values, &kcf->upstream->host,
-                                         server, backup);
+                                         server, backup, -1);
 }
 
 
-/* mode=kv: a server's event stream, in the order of ..._events_metrics[] */
+/*
+ * mode=kv: a server's event stream, or with data-parallel ranks (ranks:
+ * their slots) each rank's, labelled with the rank as the engine numbers
+ * it (its events are on events_port + rank) and no line without the
+ * label: summed by server, the lines are the server's
+ */
+
+static u_char *
+ngx_http_kvroute_status_streams(u_char *p, u_char *last,
+    ngx_http_kvroute_srv_conf_t *kcf, ngx_str_t *server, ngx_int_t slot,
+    int *ranks, ngx_uint_t backup)
+{
+    ngx_uint_t  r;
+
+    if (ranks == NULL) {
+        return ngx_http_kvroute_status_events(p, last, kcf, server, slot,
+                                              backup, -1);
+    }
+
+    for (r = 0; r < kcf->runtime->nranks; r++) {
+        if (ranks[r] >= 0 && ranks[r] < NGX_HTTP_KVROUTE_MAX_PEERS) {
+            p = ngx_http_kvroute_status_events(p, last, kcf, server,
+                                               ranks[r], backup,
+                                               kcf->events_ranks.first + r);
+        }
+    }
+
+    return p;
+}
+
+
+/* one stream's lines, in the order of ..._events_metrics[]; rank -1: none */
 
 static u_char *
 ngx_http_kvroute_status_events(u_char *p, u_char *last,
     ngx_http_kvroute_srv_conf_t *kcf, ngx_str_t *server, ngx_int_t slot,
-    ngx_uint_t backup)
+    ngx_uint_t backup, ngx_int_t rank)
 {
     uint64_t                          values[NGX_HTTP_KVROUTE_EVENTS_METRICS];
     ngx_http_kvroute_events_stats_t  *ev;
@@ -429,7 +472,7 @@ ngx_http_kvroute_status_events(u_char *p, u_char *last,
     return ngx_http_kvroute_status_lines(p, last,
                                          ngx_http_kvroute_events_metrics,
                                          values, &kcf->upstream->host,
-                                         server, backup);
+                                         server, backup, rank);
 }
 
 
@@ -469,7 +512,7 @@ ngx_http_kvroute_status_engine(u_char *p, u_char *last,
     p = ngx_http_kvroute_status_lines(p, last,
                                       ngx_http_kvroute_engine_metrics,
                                       values, &kcf->upstream->host,
-                                      server, backup);
+                                      server, backup, -1);
 
     return ngx_slprintf(p, last,
                         "kvroute_load_source{upstream=\"%V\",server=\"%V\"%s,"
@@ -530,12 +573,18 @@ ngx_http_kvroute_status_zone(u_char *p, u_char *last,
 static u_char *
 ngx_http_kvroute_status_lines(u_char *p, u_char *last, ngx_str_t *metrics,
     uint64_t *values, ngx_str_t *upstream, ngx_str_t *server,
-    ngx_uint_t backup)
+    ngx_uint_t backup, ngx_int_t rank)
 {
     for ( /* void */ ; metrics->len; metrics++, values++) {
-        p = ngx_slprintf(p, last, "%V{upstream=\"%V\",server=\"%V\"%s} %uL\n",
+        p = ngx_slprintf(p, last, "%V{upstream=\"%V\",server=\"%V\"%s",
                          metrics, upstream, server,
-                         backup ? ",backup=\"1\"" : "", *values);
+                         backup ? ",backup=\"1\"" : "");
+
+        if (rank >= 0) {
+            p = ngx_slprintf(p, last, ",rank=\"%i\"", rank);
+        }
+
+        p = ngx_slprintf(p, last, "} %uL\n", *values);
     }
 
     return p;
