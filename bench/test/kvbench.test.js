@@ -202,8 +202,12 @@ function kvbench(args) {
 
 const haveNginx = fs.existsSync(NGINX);
 
+// The runs below take ports from 21000-27100: under Linux's ephemeral
+// range (32768-60999), where an outgoing connection may already hold one
+// (a CI run failed so: "Address already in use").
+
 test('kvbench run through nginx: round_robin (token ids) and hash (text)', { skip: !haveNginx && 'no nginx' }, async () => {
-  const base = 40000 + Math.floor(Math.random() * 2000) * 10;
+  const base = 21000 + Math.floor(Math.random() * 200) * 10;
   const common = ['--workers', '2', '--prefixes', '3', '--concurrency', '2', '--requests', '12',
     '--seed', '5', '--time-scale', '20', '--json', '--port', String(base), '--base-port', String(base + 1)];
   const rr = await kvbench(['run', '--router', 'round_robin', ...common]);
@@ -246,7 +250,7 @@ test('kvbench: unknown router is refused', async () => {
 });
 
 test('kvbench: random_conn keeps each client on one engine; dynamo routes on the KV events', { skip: !haveNginx && 'no nginx' }, async () => {
-  const base = 42000 + Math.floor(Math.random() * 2000) * 10;
+  const base = 23000 + Math.floor(Math.random() * 200) * 10;
   const common = ['--workers', '3', '--prefixes', '2', '--requests', '12', '--seed', '5',
     '--time-scale', '20', '--json', '--port', String(base), '--base-port', String(base + 1),
     '--events-base-port', String(base + 5)];
@@ -271,7 +275,7 @@ const haveModule = fs.existsSync(path.join(__dirname, '..', '..', 'build', 'ngx_
 
 test('kvbench --frontends 2: two nginx instances on the same engines, none stale, believed vs actual',
   { skip: (!haveNginx && 'no nginx') || (!haveModule && 'no module (make all)') }, async () => {
-    const base = 44000 + Math.floor(Math.random() * 2000) * 10;
+    const base = 25000 + Math.floor(Math.random() * 200) * 10;
     const r = await kvbench(['run', '--router', 'kvroute-kv', '--workers', '3', '--prefixes', '2',
       '--concurrency', '2', '--requests', '12', '--seed', '5', '--time-scale', '20', '--json',
       '--frontends', '2', '--split', 'client', '--port', String(base), '--base-port', String(base + 2),
