@@ -561,7 +561,7 @@ kvr_chat_text_part(kvr_chat_ctx_t *cx, kvr_jv_t *text)
 static kvr_jv_t *
 kvr_chat_content(kvr_chat_ctx_t *cx, uint32_t node)
 {
-    size_t       n, len, marks;
+    size_t       n, len, marks, texts;
     uint32_t     part, text;
     char        *buf;
     kvr_part_e   kind;
@@ -592,6 +592,7 @@ kvr_chat_content(kvr_chat_ctx_t *cx, uint32_t node)
     /* the parts' texts joined with "\n", or a list of text parts */
     n = 0;
     marks = 0;
+    texts = 0;
     buf = NULL;
     v = cx->cfg->openai ? kvr_jinja_new_list(cx->r) : NULL;
 
@@ -650,7 +651,8 @@ kvr_chat_content(kvr_chat_ctx_t *cx, uint32_t node)
             goto done;
         }
         buf = (char *) p;
-        if (n > 0) {
+        /* between texts, even empty ones; media parts are not joined */
+        if (texts++ > 0) {
             buf[n++] = '\n';
         }
         memcpy(buf + n, kvr_jinja_str_ptr(s, &len), len);

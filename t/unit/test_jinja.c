@@ -508,6 +508,10 @@ test_content_format(void)
         "{\"role\": \"user\", \"content\": [{\"type\": \"text\", "
         "\"text\": \"x\"}, {\"type\": \"image_url\", \"image_url\": "
         "{\"url\": \"u\"}}, {\"type\": \"text\", \"text\": \"y\"}]}]}";
+    static const char    empty_first[] =
+        "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": "
+        "\"text\", \"text\": \"\"}, {\"type\": \"text\", \"text\": \"y\"}, "
+        "{\"type\": \"text\", \"text\": \"\"}]}]}";
 
     tap_ok(render_is(config, request, "text:hi;|text:x;text:y;||",
                      "contents as lists of text parts (openai format)"),
@@ -515,6 +519,9 @@ test_content_format(void)
     tap_ok(render_is(plain, request, "hi|x\ny||",
                      "contents as strings, parts joined (string format)"),
            "a template printing contents is accepted");
+
+    render_is(plain, empty_first, "\ny\n|", "string format: empty texts "
+              "joined too, as vLLM's \"\\n\".join");
 
     render_is(config, media, "text:hi;|text:x;text:",
               "openai format: cut at the media part, after the text before "
