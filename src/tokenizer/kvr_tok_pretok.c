@@ -14,6 +14,7 @@
 #include <pcre2.h>
 
 #include "kvr_tokenizer.h"
+#include "kvr_tok_o200k.h"
 #include "kvr_tok_pretok.h"
 #include "kvr_tok_unicode.h"
 
@@ -35,6 +36,7 @@
 struct kvr_tok_pretok_s {
     int                  jit;        /* 0: JIT unavailable, interpret */
     int                  ascii;      /* KVR_PRETOK_ASCII_*: the matcher */
+    kvr_tok_o200k_t     *o200k;      /* gpt-oss: all text, not only ASCII */
     pcre2_code          *code;
     pcre2_match_data    *match_data;
     pcre2_match_context *match_ctx;
@@ -46,7 +48,7 @@ struct kvr_tok_pretok_s {
 #define KVR_PRETOK_ASCII_NONE    0    /* PCRE2 only */
 #define KVR_PRETOK_ASCII_QWEN    1    /* \p{N} */
 #define KVR_PRETOK_ASCII_LLAMA3  3    /* \p{N}{1,3} */
-#define KVR_PRETOK_ASCII_O200K   4
+#define KVR_PRETOK_ASCII_O200K   4    /* kvr_tok_o200k.c, any text */
 #define KVR_PRETOK_ASCII_DIGITS3  5    /* DeepSeek-V3's three */
 #define KVR_PRETOK_ASCII_NO_MATCH 6
 #define KVR_PRETOK_ASCII_DEEPSEEK 7
@@ -368,6 +370,13 @@ kvr_tok_pretok_create(const char *pattern, char *err, size_t errlen)
     pcre2_set_match_limit(pt->match_ctx, KVR_PRETOK_MATCH_LIMIT);
     pcre2_set_depth_limit(pt->match_ctx, KVR_PRETOK_MATCH_LIMIT);
 
+    if (known == KVR_PRETOK_ASCII_O200K) {
+        pt->o200k = kvr_tok_o200k_create(err, errlen);
+        if (pt->o200k == NULL) {
+            goto failed;
+        }
+    }
+
     return pt;
 
 failed:
@@ -385,6 +394,7 @@ kvr_tok_pretok_free(kvr_tok_pretok_t *pt)
         return;
     }
 
+    kvr_tok_o200k_free(pt->o200k);
     pcre2_jit_stack_free(pt->jit_stack);
     pcre2_match_context_free(pt->match_ctx);
     pcre2_match_data_free(pt->match_data);
@@ -625,125 +635,6 @@ kvr_pretok_ascii_match(const uint8_t *s, size_t len, size_t i,
 }
 
 
-/* (?i:'s|'t|'re|'ve|'m|'ll|'d) at s[j]: its length or 0 */
-static size_t
-kvr_pretok_ascii_contraction(const uint8_t *s, size_t len, size_t j)
-{
-    uint8_t  c, d;
-
-    if (j + 1 >= len || s[j] != '\'') {
-        return 0;
-    }
-
-    c = s[j + 1] | 0x20;
-
-    if (c == 's' || c == 't' || c == 'm' || c == 'd') {
-        return 2;
-    }
-
-    if (j + 2 >= len) {
-        return 0;
-    }
-
-    d = s[j + 2] | 0x20;
-
-    if ((c == 'r' && d == 'e') || (c == 'v' && d == 'e')
-        || (c == 'l' && d == 'l'))
-    {
-        return 3;
-    }
-
-    return 0;
-}
-
-
-/*
- * The length of the match at s[i] of the o200k pattern (gpt-oss), ASCII
- * only.  There [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] is [A-Z] and
- * [\p{Ll}\p{Lm}\p{Lo}\p{M}] is [a-z]: both letter alternatives match an
- * upper case run and then a lower case run (one of them non-empty), with
- * a contraction after it.
- */
-static size_t
-kvr_pretok_ascii_match_o200k(const uint8_t *s, size_t len, size_t i)
-{
-    int     cls;
-    size_t  j, k, nl;
-
-#define CLS(p)  kvr_pretok_ascii_class(s[p])
-
-    cls = CLS(i);
-
-    /* [^\r\n\p{L}\p{N}]? then the letters */
-    j = i;
-
-    if (cls != KVR_ASCII_LETTER && cls != KVR_ASCII_DIGIT && s[i] != '\r'
-        && s[i] != '\n' && i + 1 < len && CLS(i + 1) == KVR_ASCII_LETTER)
-    {
-        j = i + 1;
-    }
-
-    if (CLS(j) == KVR_ASCII_LETTER) {
-        while (j < len && s[j] >= 'A' && s[j] <= 'Z') {
-            j++;
-        }
-
-        while (j < len && s[j] >= 'a' && s[j] <= 'z') {
-            j++;
-        }
-
-        return j + kvr_pretok_ascii_contraction(s, len, j) - i;
-    }
-
-    /* \p{N}{1,3} */
-    if (cls == KVR_ASCII_DIGIT) {
-        for (j = i; j < len && j - i < 3 && CLS(j) == KVR_ASCII_DIGIT; j++) {
-            /* void */
-        }
-
-        return j - i;
-    }
-
-    /*  ?[^\s\p{L}\p{N}]+[\r\n/]* */
-    j = i;
-
-    if (s[i] == ' ' && i + 1 < len && CLS(i + 1) == KVR_ASCII_OTHER) {
-        j = i + 1;
-    }
-
-    if (CLS(j) == KVR_ASCII_OTHER) {
-        while (j < len && CLS(j) == KVR_ASCII_OTHER) {
-            j++;
-        }
-
-        while (j < len && (s[j] == '\r' || s[j] == '\n' || s[j] == '/')) {
-            j++;
-        }
-
-        return j - i;
-    }
-
-    /* white space, as in the Qwen / Llama-3 patterns */
-    nl = 0;
-
-    for (j = i; j < len && CLS(j) == KVR_ASCII_SPACE; j++) {
-        if (s[j] == '\r' || s[j] == '\n') {
-            nl = j + 1;
-        }
-    }
-
-    if (nl != 0) {
-        return nl - i;
-    }
-
-    k = j - i;
-
-    return (j < len && k >= 2) ? k - 1 : k;
-
-#undef CLS
-}
-
-
 /*
  * The length of the match at s[i] of DeepSeek-V3's third pattern, ASCII
  * only, or 0 when none starts there (the char then joins a gap).  There
@@ -838,9 +729,6 @@ kvr_pretok_ascii_next(kvr_tok_pretok_t *pt, const uint8_t *s, size_t len,
 
     switch (pt->ascii) {
 
-    case KVR_PRETOK_ASCII_O200K:
-        return kvr_pretok_ascii_match_o200k(s, len, i);
-
     case KVR_PRETOK_ASCII_DEEPSEEK:
         return kvr_pretok_ascii_match_deepseek(s, len, i);
 
@@ -867,6 +755,10 @@ kvr_tok_pretok_split_ascii(kvr_tok_pretok_t *pt, const uint8_t *s,
 {
     int     rc;
     size_t  i, n, gap;
+
+    if (pt->o200k != NULL) {
+        return kvr_tok_o200k_split(pt->o200k, s, len, piece, ctx);
+    }
 
     /* as PCRE2 searches: a match at the first place one starts */
     gap = 0;
@@ -903,6 +795,10 @@ kvr_tok_pretok_split(kvr_tok_pretok_t *pt, const uint8_t *s, size_t len,
     kvr_tok_piece_pt piece, void *ctx)
 {
     size_t  i;
+
+    if (pt->o200k != NULL) {
+        return kvr_tok_o200k_split(pt->o200k, s, len, piece, ctx);
+    }
 
     if (pt->ascii == KVR_PRETOK_ASCII_NONE) {
         return kvr_tok_pretok_split_pcre2(pt, s, len, piece, ctx);

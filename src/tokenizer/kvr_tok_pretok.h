@@ -43,7 +43,8 @@ void kvr_tok_pretok_free(kvr_tok_pretok_t *pt);
  * Splits valid UTF-8 s into the regex matches and the gaps between them
  * (Isolated), dropping empty pieces.  Returns 0, the callback's non-zero
  * value, or KVR_TOK_REGEX / KVR_TOK_NO_MEMORY.  Pure ASCII text takes a
- * hand-coded matcher of the known patterns, the rest PCRE2.
+ * hand-coded matcher of the known patterns, the rest PCRE2; gpt-oss's
+ * pattern is hand-coded for any text (kvr_tok_o200k.h).
  */
 int kvr_tok_pretok_split(kvr_tok_pretok_t *pt, const uint8_t *s, size_t len,
     kvr_tok_piece_pt piece, void *ctx);
