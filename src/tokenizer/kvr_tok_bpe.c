@@ -636,15 +636,13 @@ kvr_tok_bpe_finish(kvr_tok_bpe_t *bpe, int ignore_merges)
 /* a merge onto the heap: 0, or -1 out of memory */
 static int
 kvr_bpe_heap_push(kvr_tok_bpe_t *bpe, uint32_t rank, uint32_t new_id,
-    uint32_t left, uint32_t right, uint32_t pos)
+    uint32_t span, uint32_t pos)
 {
     kvr_tok_merge_t  m;
 
-    m.rank = rank;
-    m.pos = pos;
+    m.key = kvr_tok_merge_key(rank, pos);
     m.new_id = new_id;
-    m.left = left;
-    m.right = right;
+    m.span = span;
 
     return kvr_tok_heap_push(&bpe->heap, &m);
 }
@@ -771,20 +769,22 @@ kvr_bpe_merge_scan(kvr_tok_bpe_t *bpe, const uint8_t *bytes, size_t n_sym)
 }
 
 
-/* pushes the merge of the pair (left, right) at pos, if there is one */
+/* pushes the merge of the symbols at pos and next, if there is one */
 static int
-kvr_bpe_push_pair(kvr_tok_bpe_t *bpe, uint32_t left, uint32_t right,
-    uint32_t pos)
+kvr_bpe_push_pair(kvr_tok_bpe_t *bpe, size_t pos, size_t next)
 {
+    kvr_bpe_symbol_t            *sym;
     const kvr_bpe_merge_slot_t  *m;
 
-    m = kvr_bpe_merge_get(bpe, left, right);
+    sym = bpe->symbols;
+    m = kvr_bpe_merge_get(bpe, sym[pos].id, sym[next].id);
 
     if (m == NULL) {
         return 0;
     }
 
-    return kvr_bpe_heap_push(bpe, m->rank, m->new_id, left, right, pos);
+    return kvr_bpe_heap_push(bpe, m->rank, m->new_id,
+                             sym[pos].len + sym[next].len, (uint32_t) pos);
 }
 
 
@@ -796,7 +796,7 @@ kvr_bpe_push_pair(kvr_tok_bpe_t *bpe, uint32_t left, uint32_t right,
 static int
 kvr_bpe_merge_all(kvr_tok_bpe_t *bpe, const uint8_t *bytes, size_t n_sym)
 {
-    size_t                       i, next_pos;
+    size_t                       i, pos, next_pos;
     kvr_tok_merge_t              top;
     kvr_bpe_symbol_t            *sym, right;
     const kvr_bpe_merge_slot_t  *m;
@@ -812,9 +812,7 @@ kvr_bpe_merge_all(kvr_tok_bpe_t *bpe, const uint8_t *bytes, size_t n_sym)
 
     for (i = 0; i + 1 < n_sym; i++) {
         if (bytes == NULL) {
-            if (kvr_bpe_push_pair(bpe, sym[i].id, sym[i + 1].id,
-                                  (uint32_t) i) != 0)
-            {
+            if (kvr_bpe_push_pair(bpe, i, i + 1) != 0) {
                 return -1;
             }
             continue;
@@ -823,8 +821,8 @@ kvr_bpe_merge_all(kvr_tok_bpe_t *bpe, const uint8_t *bytes, size_t n_sym)
         bp = &bpe->byte_pairs[bytes[i] * 256 + bytes[i + 1]];
 
         if (bp->rank != KVR_BPE_NO_ID
-            && kvr_bpe_heap_push(bpe, bp->rank, bp->new_id, sym[i].id,
-                                 sym[i + 1].id, (uint32_t) i) != 0)
+            && kvr_bpe_heap_push(bpe, bp->rank, bp->new_id, 2, (uint32_t) i)
+               != 0)
         {
             return -1;
         }
@@ -832,49 +830,46 @@ kvr_bpe_merge_all(kvr_tok_bpe_t *bpe, const uint8_t *bytes, size_t n_sym)
 
     while (bpe->heap.n > 0) {
         top = kvr_tok_heap_pop(&bpe->heap);
+        pos = kvr_tok_merge_pos(&top);
 
-        if (sym[top.pos].len == 0 || sym[top.pos].next < 0) {
+        if (sym[pos].len == 0 || sym[pos].next < 0) {
             continue;
         }
 
-        next_pos = (size_t) sym[top.pos].next;
+        next_pos = (size_t) sym[pos].next;
         right = sym[next_pos];
 
         /*
-         * stale entry: the pair at pos changed since it was pushed; HF
-         * compares the new id of the current pair's merge
+         * stale entry: the pair at pos changed since it was pushed (a
+         * symbol only grows, so its bytes then span more); HF compares
+         * the new id of the current pair's merge
          */
-        if (sym[top.pos].id != top.left || right.id != top.right) {
-            m = kvr_bpe_merge_get(bpe, sym[top.pos].id, right.id);
+        if (sym[pos].len + right.len != top.span) {
+            m = kvr_bpe_merge_get(bpe, sym[pos].id, right.id);
             if (m == NULL || m->new_id != top.new_id) {
                 continue;
             }
         }
 
-        sym[top.pos].id = top.new_id;
-        sym[top.pos].len += right.len;
-        sym[top.pos].next = right.next;
+        sym[pos].id = top.new_id;
+        sym[pos].len += right.len;
+        sym[pos].next = right.next;
         sym[next_pos].len = 0;
 
         if (right.next >= 0) {
-            sym[right.next].prev = (int32_t) top.pos;
+            sym[right.next].prev = (int32_t) pos;
         }
 
-        if (sym[top.pos].prev >= 0) {
-            i = (size_t) sym[top.pos].prev;
-            if (kvr_bpe_push_pair(bpe, sym[i].id, top.new_id, (uint32_t) i)
-                != 0)
-            {
-                return -1;
-            }
+        if (sym[pos].prev >= 0
+            && kvr_bpe_push_pair(bpe, (size_t) sym[pos].prev, pos) != 0)
+        {
+            return -1;
         }
 
-        if (sym[top.pos].next >= 0) {
-            i = (size_t) sym[top.pos].next;
-            if (kvr_bpe_push_pair(bpe, top.new_id, sym[i].id, top.pos) != 0)
-            {
-                return -1;
-            }
+        if (sym[pos].next >= 0
+            && kvr_bpe_push_pair(bpe, pos, (size_t) sym[pos].next) != 0)
+        {
+            return -1;
         }
     }
 

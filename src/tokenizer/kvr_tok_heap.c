@@ -9,17 +9,6 @@
 #include "kvr_tok_heap.h"
 
 
-static int
-kvr_tok_merge_less(const kvr_tok_merge_t *a, const kvr_tok_merge_t *b)
-{
-    if (a->rank != b->rank) {
-        return a->rank < b->rank;
-    }
-
-    return a->pos < b->pos;
-}
-
-
 int
 kvr_tok_heap_push(kvr_tok_heap_t *h, const kvr_tok_merge_t *m)
 {
@@ -43,7 +32,7 @@ kvr_tok_heap_push(kvr_tok_heap_t *h, const kvr_tok_merge_t *m)
     while (i > 0) {
         parent = (i - 1) / 2;
 
-        if (!kvr_tok_merge_less(m, &items[parent])) {
+        if (m->key >= items[parent].key) {
             break;
         }
 
@@ -57,10 +46,15 @@ kvr_tok_heap_push(kvr_tok_heap_t *h, const kvr_tok_merge_t *m)
 }
 
 
+/*
+ * Bottom-up: the hole at the top goes down to a leaf along the lesser
+ * children (one compare a level), then the last item rises from there,
+ * mostly not far, as it came from the bottom
+ */
 kvr_tok_merge_t
 kvr_tok_heap_pop(kvr_tok_heap_t *h)
 {
-    size_t            i, child, n;
+    size_t            i, child, parent, n;
     kvr_tok_merge_t   top, last, *items;
 
     items = h->items;
@@ -72,22 +66,26 @@ kvr_tok_heap_pop(kvr_tok_heap_t *h)
     for ( ;; ) {
         child = 2 * i + 1;
 
-        if (child >= n) {
-            break;
-        }
+        if (child + 1 < n) {
+            child += (items[child + 1].key < items[child].key);
 
-        if (child + 1 < n && kvr_tok_merge_less(&items[child + 1],
-                                                &items[child]))
-        {
-            child++;
-        }
-
-        if (!kvr_tok_merge_less(&items[child], &last)) {
+        } else if (child >= n) {
             break;
         }
 
         items[i] = items[child];
         i = child;
+    }
+
+    while (i > 0) {
+        parent = (i - 1) / 2;
+
+        if (last.key >= items[parent].key) {
+            break;
+        }
+
+        items[i] = items[parent];
+        i = parent;
     }
 
     items[i] = last;

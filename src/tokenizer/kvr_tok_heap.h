@@ -13,13 +13,17 @@
 #include <stdint.h>
 
 
+/* 16 bytes, ordered by one compare of key */
 typedef struct {
-    uint32_t   rank;
-    uint32_t   pos;
+    uint64_t   key;          /* rank << 32 | position */
     uint32_t   new_id;
-    uint32_t   left;         /* the pair when pushed: a fast stale check */
-    uint32_t   right;
+    uint32_t   span;         /* the pair's bytes when pushed */
 } kvr_tok_merge_t;
+
+
+#define kvr_tok_merge_key(rank, pos)  ((uint64_t) (rank) << 32 | (pos))
+#define kvr_tok_merge_rank(m)         ((uint32_t) ((m)->key >> 32))
+#define kvr_tok_merge_pos(m)          ((uint32_t) (m)->key)
 
 
 typedef struct {
