@@ -1365,21 +1365,19 @@ kvr_bpe_encode_words(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
 }
 
 
-/* one piece (or word of a piece) through the word cache */
+/* one piece (or word of a piece) through the word cache, under hash */
 static int
-kvr_bpe_encode_cached(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
-    kvr_ids_t *out)
+kvr_bpe_encode_hashed(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
+    uint64_t hash, kvr_ids_t *out)
 {
     int                    rc;
     size_t                 i, first, n_ids;
-    uint64_t               hash;
     kvr_bpe_cache_slot_t  *slot;
 
     if (len > KVR_BPE_CACHE_MAX_KEY) {
         return kvr_bpe_encode_one(bpe, piece, len, out);
     }
 
-    hash = XXH3_64bits(piece, len);
     slot = &bpe->cache[hash & (KVR_BPE_CACHE_SLOTS - 1)];
 
     if (slot->key_len == len && slot->hash == hash
@@ -1419,6 +1417,46 @@ kvr_bpe_encode_cached(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
     return KVR_TOK_OK;
 }
 
+
+/* one piece (or word of a piece) through the word cache */
+static int
+kvr_bpe_encode_cached(kvr_tok_bpe_t *bpe, const uint8_t *piece, size_t len,
+    kvr_ids_t *out)
+{
+    return kvr_bpe_encode_hashed(bpe, piece, len,
+                                 len <= KVR_BPE_CACHE_MAX_KEY
+                                 ? XXH3_64bits(piece, len) : 0, out);
+}
+
+
+uint64_t
+kvr_tok_bpe_ahead(const kvr_tok_bpe_t *bpe, const uint8_t *piece,
+    size_t len)
+{
+    uint64_t  hash;
+
+    if (bpe->split_words || len > KVR_BPE_CACHE_MAX_KEY) {
+        return 0;
+    }
+
+    hash = XXH3_64bits(piece, len);
+    __builtin_prefetch(&bpe->cache[hash & (KVR_BPE_CACHE_SLOTS - 1)]);
+
+    return hash;
+}
+
+
+int
+kvr_tok_bpe_encode_ahead(kvr_tok_bpe_t *bpe, const uint8_t *piece,
+    size_t len, uint64_t ahead, kvr_ids_t *out)
+{
+    if (bpe->split_words || len == 0) {
+        return kvr_tok_bpe_encode(bpe, piece, len, out);
+    }
+
+    /* kvr_tok_bpe_encode without split_words, the hash already taken */
+    return kvr_bpe_encode_hashed(bpe, piece, len, ahead, out);
+}
 
 
 int

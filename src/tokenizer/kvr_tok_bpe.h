@@ -70,6 +70,15 @@ int kvr_tok_bpe_joins(const kvr_tok_bpe_t *bpe, uint32_t last,
 /* call after vocab and merges are complete; -1 when out of memory */
 int kvr_tok_bpe_finish(kvr_tok_bpe_t *bpe, int ignore_merges);
 
+/*
+ * A piece's word cache slot fetched ahead, while the piece before it is
+ * encoded: returns what kvr_tok_bpe_encode_ahead takes for it
+ */
+uint64_t kvr_tok_bpe_ahead(const kvr_tok_bpe_t *bpe, const uint8_t *piece,
+    size_t len);
+int kvr_tok_bpe_encode_ahead(kvr_tok_bpe_t *bpe, const uint8_t *piece,
+    size_t len, uint64_t ahead, kvr_ids_t *out);
+
 /* appends the ids of one pre-tokenized piece (raw bytes) */
 int kvr_tok_bpe_encode(kvr_tok_bpe_t *bpe, const uint8_t *piece,
     size_t len, kvr_ids_t *out);

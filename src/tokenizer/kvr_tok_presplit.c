@@ -357,6 +357,21 @@ kvr_tok_presplit_first_sensitive(const kvr_tok_presplit_t *ps)
 
 
 int
+kvr_tok_presplit_in_place(const kvr_tok_presplit_t *ps)
+{
+    size_t  i;
+
+    for (i = 0; i < ps->n; i++) {
+        if (ps->steps[i].type == KVR_STEP_METASPACE) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+int
 kvr_tok_presplit_whole(const kvr_tok_presplit_t *ps,
     const kvr_tok_norm_t *norm)
 {

@@ -47,6 +47,12 @@ void kvr_tok_presplit_free(kvr_tok_presplit_t *ps);
 int kvr_tok_presplit_first_sensitive(const kvr_tok_presplit_t *ps);
 
 /*
+ * 1 when every piece lies in the segment's own text until the run ends
+ * (no Metaspace step, which builds a text of its own)
+ */
+int kvr_tok_presplit_in_place(const kvr_tok_presplit_t *ps);
+
+/*
  * 1 when every segment norm gives is one piece: no steps, or Splits (not
  * inverted) on literals that norm's text never holds (Gemma 3's Split on
  * " " after its Replace of " ")

@@ -59,6 +59,7 @@ struct kvr_tokenizer_s {
      */
     int                  raw_chunks;
     int                  split_special;  /* split_special_tokens */
+    int                  pieces_in_place; /* pieces point into the gap */
     size_t             max_input;
 
     /* post-processor: ids around the sequence when add_special_tokens */
@@ -91,6 +92,9 @@ typedef int (*kvr_tok_encode_pt)(kvr_tokenizer_t *tk, const uint8_t *s,
 typedef struct {
     kvr_tokenizer_t   *tk;
     kvr_ids_t         *out;
+    const uint8_t     *held;           /* a piece whose slot is on its way */
+    size_t             held_len;
+    uint64_t           held_ahead;
 } kvr_tok_encode_ctx_t;
 
 
@@ -634,6 +638,7 @@ kvr_tok_load_pretok(kvr_tokenizer_t *tk, json_t *root, char *err,
     }
 
     tk->first_sensitive = kvr_tok_presplit_first_sensitive(tk->presplit);
+    tk->pieces_in_place = kvr_tok_presplit_in_place(tk->presplit);
 
     /* a normalizer would move the offsets Metaspace "first" looks at */
     if (tk->first_sensitive && !kvr_tok_norm_identity(tk->norm)) {
@@ -1051,11 +1056,42 @@ kvr_tok_piece(void *data, const uint8_t *piece, size_t len)
 }
 
 
+/*
+ * A piece is held while the next one is found, its word cache slot
+ * fetched meanwhile (pieces that stay in the segment's text only)
+ */
+static int
+kvr_tok_piece_ahead(void *data, const uint8_t *piece, size_t len)
+{
+    int                    rc;
+    uint64_t               ahead;
+    kvr_tok_encode_ctx_t  *ctx;
+
+    ctx = data;
+    ahead = kvr_tok_bpe_ahead(ctx->tk->bpe, piece, len);
+
+    if (ctx->held != NULL) {
+        rc = kvr_tok_bpe_encode_ahead(ctx->tk->bpe, ctx->held, ctx->held_len,
+                                      ctx->held_ahead, ctx->out);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+
+    ctx->held = piece;
+    ctx->held_len = len;
+    ctx->held_ahead = ahead;
+
+    return 0;
+}
+
+
 /* text between added tokens of both kinds: normalize, split, BPE */
 static int
 kvr_tok_encode_text(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
     int at_start, kvr_ids_t *out)
 {
+    int                    rc;
     kvr_tok_encode_ctx_t   ctx;
 
     if (len == 0) {
@@ -1071,9 +1107,22 @@ kvr_tok_encode_text(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
 
     ctx.tk = tk;
     ctx.out = out;
+    ctx.held = NULL;
 
-    return kvr_tok_presplit_run(tk->presplit, s, len, at_start,
-                                kvr_tok_piece, &ctx);
+    if (!tk->pieces_in_place) {
+        return kvr_tok_presplit_run(tk->presplit, s, len, at_start,
+                                    kvr_tok_piece, &ctx);
+    }
+
+    rc = kvr_tok_presplit_run(tk->presplit, s, len, at_start,
+                              kvr_tok_piece_ahead, &ctx);
+
+    if (rc != 0 || ctx.held == NULL) {
+        return rc;
+    }
+
+    return kvr_tok_bpe_encode_ahead(tk->bpe, ctx.held, ctx.held_len,
+                                    ctx.held_ahead, out);
 }
 
 
