@@ -11,6 +11,14 @@
 #include <emmintrin.h>
 #endif
 
+/* AVX2 where the CPU has it, chosen at run time: the build targets x86-64 */
+#if defined(__GNUC__) && defined(__x86_64__)
+#define KVR_ADDED_AVX2  1
+#include <immintrin.h>
+#else
+#define KVR_ADDED_AVX2  0
+#endif
+
 #include "kvr_tok_added.h"
 
 
@@ -45,6 +53,7 @@ struct kvr_tok_added_s {
     size_t              n_first;     /* distinct first bytes */
     uint8_t             first;       /* the first byte when n_first is 1 */
     uint8_t             firsts[KVR_ADDED_FIRSTS];
+    int                 avx2;        /* the CPU has it */
 };
 
 
@@ -62,6 +71,11 @@ kvr_tok_added_create(void)
     for (i = 0; i < 256; i++) {
         at->root[i] = KVR_ADDED_NONE;
     }
+
+#if (KVR_ADDED_AVX2)
+    __builtin_cpu_init();
+    at->avx2 = __builtin_cpu_supports("avx2");
+#endif
 
     return at;
 }
@@ -191,38 +205,120 @@ kvr_tok_added_add(kvr_tok_added_t *at, const uint8_t *content, size_t len,
 }
 
 
+#if (KVR_ADDED_AVX2)
+
+/* kvr_added_skip 64 bytes a step, while 64 are left */
+__attribute__((target("avx2")))
+static size_t
+kvr_added_skip_avx2(const kvr_tok_added_t *at, const uint8_t *s, size_t len,
+    size_t i)
+{
+    size_t    k, n;
+    uint64_t  mask;
+    __m256i   want[KVR_ADDED_FIRSTS], a, b, hit_a, hit_b;
+
+    n = at->n_first;
+
+    for (k = 0; k < n; k++) {
+        want[k] = _mm256_set1_epi8((char) at->firsts[k]);
+    }
+
+    for ( /* void */ ; i + 64 <= len; i += 64) {
+        a = _mm256_loadu_si256((const __m256i *) (s + i));
+        b = _mm256_loadu_si256((const __m256i *) (s + i + 32));
+        hit_a = _mm256_cmpeq_epi8(a, want[0]);
+        hit_b = _mm256_cmpeq_epi8(b, want[0]);
+
+        for (k = 1; k < n; k++) {
+            hit_a = _mm256_or_si256(hit_a, _mm256_cmpeq_epi8(a, want[k]));
+            hit_b = _mm256_or_si256(hit_b, _mm256_cmpeq_epi8(b, want[k]));
+        }
+
+        mask = (uint32_t) _mm256_movemask_epi8(hit_a)
+               | (uint64_t) (uint32_t) _mm256_movemask_epi8(hit_b) << 32;
+
+        if (mask != 0) {
+            return i + (size_t) __builtin_ctzll(mask);
+        }
+    }
+
+    return i;
+}
+
+#endif
+
+
 /*
  * From i, the first byte that may start a token, or where fewer than 16
  * bytes are left (the byte loop goes on from there): a chat prompt is
  * mostly text that starts no token (Gemma 3's first bytes: '<', '\n',
- * '\t', '[' and 0xe2)
+ * '\t', '[' and 0xe2).  32 bytes a step (64 with AVX2), the first bytes
+ * broadcast once: on Gemma 3's chat prompts this scan was a third of the
+ * encode time, broadcasting them again every 16 bytes.
  */
 static size_t
 kvr_added_skip(const kvr_tok_added_t *at, const uint8_t *s, size_t len,
     size_t i)
 {
 #ifdef __SSE2__
-    size_t    k;
+    size_t    k, n;
     unsigned  mask;
-    __m128i   v, hit;
+    __m128i   want[KVR_ADDED_FIRSTS], a, b, hit_a, hit_b;
 
-    if (at->n_first > KVR_ADDED_FIRSTS) {
+    n = at->n_first;
+
+    if (n > KVR_ADDED_FIRSTS) {
         return i;
     }
 
-    for ( /* void */ ; i + 16 <= len; i += 16) {
-        v = _mm_loadu_si128((const __m128i *) (s + i));
-        hit = _mm_setzero_si128();
+#if (KVR_ADDED_AVX2)
+    if (at->avx2) {
+        i = kvr_added_skip_avx2(at, s, len, i);
 
-        for (k = 0; k < at->n_first; k++) {
-            hit = _mm_or_si128(hit, _mm_cmpeq_epi8(v,
-                                   _mm_set1_epi8((char) at->firsts[k])));
+        if (i + 64 <= len) {
+            return i;
+        }
+    }
+#endif
+
+    for (k = 0; k < n; k++) {
+        want[k] = _mm_set1_epi8((char) at->firsts[k]);
+    }
+
+    for ( /* void */ ; i + 32 <= len; i += 32) {
+        a = _mm_loadu_si128((const __m128i *) (s + i));
+        b = _mm_loadu_si128((const __m128i *) (s + i + 16));
+        hit_a = _mm_cmpeq_epi8(a, want[0]);
+        hit_b = _mm_cmpeq_epi8(b, want[0]);
+
+        for (k = 1; k < n; k++) {
+            hit_a = _mm_or_si128(hit_a, _mm_cmpeq_epi8(a, want[k]));
+            hit_b = _mm_or_si128(hit_b, _mm_cmpeq_epi8(b, want[k]));
         }
 
-        mask = (unsigned) _mm_movemask_epi8(hit);
+        mask = (unsigned) _mm_movemask_epi8(hit_a)
+               | (unsigned) _mm_movemask_epi8(hit_b) << 16;
+
         if (mask != 0) {
             return i + (size_t) __builtin_ctz(mask);
         }
+    }
+
+    if (i + 16 <= len) {
+        a = _mm_loadu_si128((const __m128i *) (s + i));
+        hit_a = _mm_cmpeq_epi8(a, want[0]);
+
+        for (k = 1; k < n; k++) {
+            hit_a = _mm_or_si128(hit_a, _mm_cmpeq_epi8(a, want[k]));
+        }
+
+        mask = (unsigned) _mm_movemask_epi8(hit_a);
+
+        if (mask != 0) {
+            return i + (size_t) __builtin_ctz(mask);
+        }
+
+        i += 16;
     }
 #else
     (void) at;
