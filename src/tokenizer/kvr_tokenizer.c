@@ -6,6 +6,8 @@
  * normalizer, the normalized added tokens, the pre-tokenizer steps, BPE
  * (byte-level or SentencePiece-style); then the post-processor's special
  * tokens.  Anything else is refused at load, with the component named.
+ * Long gaps of Llama-2 / Gemma 3 style tokenizers go through raw chunks
+ * (kvr_tok_chunk.c).
  */
 
 #include <stdio.h>
@@ -13,80 +15,12 @@
 #include <string.h>
 #include <jansson.h>
 
-#include "kvr_tokenizer.h"
-#include "kvr_tok_added.h"
-#include "kvr_tok_bpe.h"
+#include "kvr_tokenizer_int.h"
 #include "kvr_tok_bytelevel.h"
-#include "kvr_tok_cache.h"
-#include "kvr_tok_normalizers.h"
-#include "kvr_tok_presplit.h"
 #include "kvr_tok_unicode.h"
 
 
-#define KVR_TOK_MAX_AFFIX  8
 #define KVR_TOK_MAX_FILE   (256 * 1024 * 1024)
-
-/*
- * raw chunks: a long gap of a raw_chunks tokenizer is cut into chunks of
- * at least KVR_TOK_CHUNK bytes, those after the first looked up in a
- * per-process cache of KVR_TOK_CHUNK_CACHE bytes
- */
-#define KVR_TOK_CHUNK        256
-#define KVR_TOK_CHUNK_CACHE  (4u << 20)
-
-
-/* a raw chunk of a long gap: where it ends, its hash for its cache */
-typedef struct {
-    size_t               end;
-    uint64_t             hash;
-} kvr_tok_chunk_t;
-
-
-struct kvr_tokenizer_s {
-    kvr_tok_bpe_t       *bpe;
-    kvr_tok_norm_t      *norm;
-    kvr_tok_presplit_t  *presplit;
-    kvr_tok_added_t     *added;
-    kvr_tok_added_t     *added_norm;     /* normalized=true, on the gaps */
-
-    int                  byte_level;     /* the pre-tokenizer ends so */
-    int                  first_sensitive;
-
-    /*
-     * the normalizer is bytewise, the pre-tokenizer keeps a gap whole and
-     * the model cuts words: a gap's ids are those of its raw parts cut
-     * where the normalized text can be cut
-     */
-    int                  raw_chunks;
-    int                  split_special;  /* split_special_tokens */
-    int                  pieces_in_place; /* pieces point into the gap */
-    size_t             max_input;
-
-    /* post-processor: ids around the sequence when add_special_tokens */
-    uint32_t           prefix[KVR_TOK_MAX_AFFIX];
-    size_t             n_prefix;
-    uint32_t           suffix[KVR_TOK_MAX_AFFIX];
-    size_t             n_suffix;
-
-    /*
-     * per process: the normalized gap, the segment cache, the raw chunks
-     * after a long gap's first (made on first use), check mode's ids
-     */
-    kvr_tok_norm_buf_t normalized;
-    kvr_tok_cache_t   *cache;
-    size_t             cache_min;
-    kvr_tok_cache_t   *chunks;
-    int                chunks_failed;
-    kvr_tok_chunk_t   *plan;           /* a long gap's chunks */
-    size_t             n_plan;
-    size_t             plan_cap;
-    int                cache_check;
-    kvr_ids_t          check;
-};
-
-
-typedef int (*kvr_tok_encode_pt)(kvr_tokenizer_t *tk, const uint8_t *s,
-    size_t len, int at_start, kvr_ids_t *out);
 
 
 typedef struct {
@@ -988,8 +922,7 @@ kvr_tokenizer_free(kvr_tokenizer_t *tk)
     kvr_tok_added_free(tk->added);
     kvr_tok_added_free(tk->added_norm);
     kvr_tok_cache_free(tk->cache);
-    kvr_tok_cache_free(tk->chunks);
-    free(tk->plan);
+    kvr_tok_chunks_free(&tk->chunks);
     kvr_tok_norm_buf_free(&tk->normalized);
     kvr_ids_free(&tk->check);
     free(tk);
@@ -1004,9 +937,7 @@ kvr_tokenizer_set_segment_cache(kvr_tokenizer_t *tk, size_t min_len,
     tk->cache = NULL;
     tk->cache_min = min_len;
 
-    kvr_tok_cache_free(tk->chunks);
-    tk->chunks = NULL;
-    tk->chunks_failed = 0;
+    kvr_tok_chunks_reset(&tk->chunks);
 
     if (max_bytes == 0) {
         return 0;
@@ -1087,7 +1018,7 @@ kvr_tok_piece_ahead(void *data, const uint8_t *piece, size_t len)
 
 
 /* text between added tokens of both kinds: normalize, split, BPE */
-static int
+int
 kvr_tok_encode_text(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
     int at_start, kvr_ids_t *out)
 {
@@ -1148,7 +1079,7 @@ kvr_tok_encode_gap(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
  * A hit of s in cache appended to out (in check mode s is encoded again
  * by encode and compared): 1, 0 on a miss, or a negative KVR_TOK_* status
  */
-static int
+int
 kvr_tok_cache_answer(kvr_tokenizer_t *tk, kvr_tok_cache_t *cache,
     kvr_tok_encode_pt encode, const uint8_t *s, size_t len, uint64_t hash,
     int at_start, kvr_ids_t *out)
@@ -1187,7 +1118,7 @@ kvr_tok_cache_answer(kvr_tokenizer_t *tk, kvr_tok_cache_t *cache,
  * s through cache, under hash: a hit is copied, a miss encoded and stored
  * (*missed set, when not NULL)
  */
-static int
+int
 kvr_tok_encode_hashed(kvr_tokenizer_t *tk, kvr_tok_cache_t *cache,
     kvr_tok_encode_pt encode, const uint8_t *s, size_t len, uint64_t hash,
     int at_start, int *missed, kvr_ids_t *out)
@@ -1236,184 +1167,6 @@ kvr_tok_encode_cached(kvr_tokenizer_t *tk, kvr_tok_cache_t *cache,
 
 
 /*
- * The first raw cut at or after from (>= 1), or len: a char boundary
- * where no merge joins the last char of the normalized text before to the
- * first char of the normalized text after
- */
-static size_t
-kvr_tok_chunk_cut(const kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
-    size_t from)
-{
-    size_t    i, k, n;
-    uint32_t  cp, first, last, prev;
-
-    while (from < len && (s[from] & 0xc0) == 0x80) {
-        from++;
-    }
-
-    if (from >= len) {
-        return len;
-    }
-
-    for (k = from - 1; k > 0 && (s[k] & 0xc0) == 0x80; k--) {
-        /* void */
-    }
-
-    /* s is valid UTF-8 */
-    (void) kvr_tok_utf8_decode(s + k, len - k, &cp);
-    kvr_tok_norm_char_ends(tk->norm, cp, &first, &prev);
-
-    for (i = from; i < len; i += n) {
-        if (s[i] < 0x80) {
-            cp = s[i];
-            n = 1;
-
-        } else {
-            n = kvr_tok_utf8_decode(s + i, len - i, &cp);
-        }
-
-        kvr_tok_norm_char_ends(tk->norm, cp, &first, &last);
-
-        if (!kvr_tok_bpe_joins(tk->bpe, prev, first)) {
-            return i;
-        }
-
-        prev = last;
-    }
-
-    return len;
-}
-
-
-/*
- * The raw chunks of a long gap, cut from its start: their ends and
- * hashes in tk->plan, the first chunk's for the segment cache, the
- * others' for the chunk cache; -1 out of memory
- */
-static int
-kvr_tok_chunk_plan(kvr_tokenizer_t *tk, const uint8_t *s, size_t len)
-{
-    size_t            start, end, cap;
-    kvr_tok_chunk_t  *plan;
-
-    tk->n_plan = 0;
-
-    for (start = 0; start < len; start = end) {
-        if (tk->n_plan == tk->plan_cap) {
-            cap = tk->plan_cap ? 2 * tk->plan_cap : 64;
-            plan = realloc(tk->plan, cap * sizeof(kvr_tok_chunk_t));
-            if (plan == NULL) {
-                return -1;
-            }
-
-            tk->plan = plan;
-            tk->plan_cap = cap;
-        }
-
-        end = (len - start > KVR_TOK_CHUNK)
-              ? kvr_tok_chunk_cut(tk, s, len, start + KVR_TOK_CHUNK) : len;
-
-        tk->plan[tk->n_plan].end = end;
-        tk->plan[tk->n_plan].hash = kvr_tok_cache_hash(start == 0 ? tk->cache
-                                                       : tk->chunks,
-                                                       s + start, end - start);
-        tk->n_plan++;
-    }
-
-    return 0;
-}
-
-
-/* a raw chunk after a gap's first: normalized without the prefix, whole */
-static int
-kvr_tok_encode_rest(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
-    int at_start, kvr_ids_t *out)
-{
-    (void) at_start;
-
-    if (kvr_tok_norm_apply_rest(tk->norm, s, len, &tk->normalized, &s, &len)
-        != 0)
-    {
-        return KVR_TOK_NORMALIZE;
-    }
-
-    return kvr_tok_bpe_encode(tk->bpe, s, len, out);
-}
-
-
-/*
- * A long gap of a raw_chunks tokenizer in raw chunks cut from its start,
- * so that gaps that begin alike (a chat's system prompt, then different
- * questions, in one gap for Llama-2's and Gemma 3's templates) share
- * their first chunks: those come from the caches without being
- * normalized, and only the chunks from where the gaps differ are
- * encoded.  The first chunk is the gap of its bytes (the segment
- * cache's), the others are keyed apart as they are normalized without
- * the prefix.  The whole gap goes to the segment cache too, under a hash
- * of its chunks' hashes (no second pass over its bytes), once it is seen
- * twice: when every chunk came from the caches (a repeated system prompt
- * that is a gap of its own), not when one is new (a new question).
- */
-static int
-kvr_tok_encode_long(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
-    int at_start, kvr_ids_t *out)
-{
-    int       rc, missed;
-    size_t    i, start, first;
-    uint64_t  hash;
-
-    if (kvr_tok_chunk_plan(tk, s, len) != 0) {
-        return KVR_TOK_NO_MEMORY;
-    }
-
-    if (tk->n_plan == 1) {
-        return kvr_tok_encode_hashed(tk, tk->cache, kvr_tok_encode_text, s,
-                                     len, tk->plan[0].hash, at_start, NULL,
-                                     out);
-    }
-
-    hash = kvr_tok_cache_hash(tk->cache, (const uint8_t *) tk->plan,
-                              tk->n_plan * sizeof(kvr_tok_chunk_t));
-
-    rc = kvr_tok_cache_answer(tk, tk->cache, kvr_tok_encode_text, s, len,
-                              hash, at_start, out);
-    if (rc != 0) {
-        return rc > 0 ? KVR_TOK_OK : rc;
-    }
-
-    first = out->n;
-    missed = 0;
-    start = 0;
-
-    for (i = 0; i < tk->n_plan; i++) {
-        rc = (i == 0) ? kvr_tok_encode_hashed(tk, tk->cache,
-                                              kvr_tok_encode_text, s,
-                                              tk->plan[0].end,
-                                              tk->plan[0].hash, at_start,
-                                              &missed, out)
-                      : kvr_tok_encode_hashed(tk, tk->chunks,
-                                              kvr_tok_encode_rest, s + start,
-                                              tk->plan[i].end - start,
-                                              tk->plan[i].hash, 0, &missed,
-                                              out);
-        if (rc != KVR_TOK_OK) {
-            return rc;
-        }
-
-        start = tk->plan[i].end;
-    }
-
-    if (!missed) {
-        (void) kvr_tok_cache_put(tk->cache, s, len, hash,
-                                 out->n > first ? out->ids + first : NULL,
-                                 out->n - first);
-    }
-
-    return KVR_TOK_OK;
-}
-
-
-/*
  * A gap through the segment cache: text between added tokens of both
  * kinds (normalized=true ones too, e.g. DeepSeek-V3's <｜User｜>, so that
  * a system prompt before them is a gap of its own).  Its ids depend on its
@@ -1431,16 +1184,10 @@ kvr_tok_encode_segment(kvr_tokenizer_t *tk, const uint8_t *s, size_t len,
         return kvr_tok_encode_text(tk, s, len, at_start, out);
     }
 
-    if (tk->raw_chunks && len >= 2 * KVR_TOK_CHUNK) {
-
-        if (tk->chunks == NULL && !tk->chunks_failed) {
-            tk->chunks = kvr_tok_cache_create(KVR_TOK_CHUNK_CACHE);
-            tk->chunks_failed = (tk->chunks == NULL);
-        }
-
-        if (tk->chunks != NULL) {
-            return kvr_tok_encode_long(tk, s, len, at_start, out);
-        }
+    if (tk->raw_chunks && len >= 2 * KVR_TOK_CHUNK
+        && kvr_tok_chunks_ready(&tk->chunks))
+    {
+        return kvr_tok_chunks_encode(tk, s, len, at_start, out);
     }
 
     return kvr_tok_encode_cached(tk, tk->cache, kvr_tok_encode_text, s, len,
