@@ -267,12 +267,13 @@ kvr_added_skip(const kvr_tok_added_t *at, const uint8_t *s, size_t len,
 
     n = at->n_first;
 
-    if (n > KVR_ADDED_FIRSTS) {
+    /* short tails (code lines) take the byte loop: no setup */
+    if (n > KVR_ADDED_FIRSTS || i + 16 > len) {
         return i;
     }
 
 #if (KVR_ADDED_AVX2)
-    if (at->avx2) {
+    if (at->avx2 && i + 64 <= len) {
         i = kvr_added_skip_avx2(at, s, len, i);
 
         if (i + 64 <= len) {
