@@ -68,7 +68,8 @@ $(ASAN_BUILD)/unit/obj/%.o: src/%.c $(KVR_LIB_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(KVR_CFLAGS) $(ASAN_CC_OPT) -c -o $@ $<
 
-$(ASAN_BUILD)/unit/%: t/unit/%.c $(ASAN_OBJS) $(KVR_LIB_HDRS) t/unit/tap.h
+$(ASAN_BUILD)/unit/%: t/unit/%.c $(ASAN_OBJS) $(KVR_LIB_HDRS) t/unit/tap.h \
+                      t/unit/tok_ends.h
 	$(CC) $(KVR_CFLAGS) $(ASAN_CC_OPT) -It/unit -o $@ $< $(ASAN_OBJS) \
 	    $(KVR_LIBS) $(ASAN_SAN)
 

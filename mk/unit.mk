@@ -6,7 +6,7 @@
 UNIT_SRCS    := $(wildcard t/unit/test_*.c)
 UNIT_BINS    := $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
 
-$(BUILD)/unit/%: t/unit/%.c $(KVR_LIB_A) t/unit/tap.h
+$(BUILD)/unit/%: t/unit/%.c $(KVR_LIB_A) t/unit/tap.h t/unit/tok_ends.h
 	@mkdir -p $(BUILD)/unit
 	$(CC) $(KVR_CFLAGS) -It/unit -o $@ $< $(KVR_LIB_A) $(KVR_LIBS)
 

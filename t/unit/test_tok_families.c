@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "tap.h"
+#include "tok_ends.h"
 #include "kvr_tokenizer.h"
 #include "kvr_tok_normalizers.h"
 #include "kvr_tok_presplit.h"
@@ -273,30 +274,6 @@ test_rewrite_properties(void)
     "|\\s+(?!\\S)|\\s+"
 
 
-typedef struct {
-    size_t  ends[64];
-    size_t  n;
-    size_t  at;
-} ends_t;
-
-
-static int
-collect_end(void *data, const uint8_t *piece, size_t len)
-{
-    ends_t  *e;
-
-    (void) piece;
-    e = data;
-
-    if (e->n == 64) {
-        return -1;
-    }
-
-    e->at += len;
-    e->ends[e->n++] = e->at;
-
-    return 0;
-}
 
 
 /* DeepSeek-V3's three pre-tokenizer regexes */

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "tap.h"
+#include "tok_ends.h"
 #include "kvr_tok_pretok.h"
 #include "kvr_tok_uclass.h"
 
@@ -28,33 +29,6 @@
     "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+"              \
     "|\\s+(?!\\S)|\\s+"
 
-#define MAX_PIECES  512
-
-
-typedef struct {
-    size_t  ends[MAX_PIECES];
-    size_t  n;
-    size_t  at;
-} ends_t;
-
-
-static int
-collect_end(void *data, const uint8_t *piece, size_t len)
-{
-    ends_t  *e;
-
-    (void) piece;
-    e = data;
-
-    if (e->n == MAX_PIECES) {
-        return -1;
-    }
-
-    e->at += len;
-    e->ends[e->n++] = e->at;
-
-    return 0;
-}
 
 
 static size_t
