@@ -52,8 +52,15 @@ sub gpu_stored {
 # vLLM's offloading connector: hashes alone
 sub tier_stored {
     my ($medium, @hashes) = @_;
+    return tier_stored_size($medium, 16, @hashes);
+}
+
+# the same with the connector's own block_size (a multiple of the GPU's:
+# each hash is the last GPU block's of its group)
+sub tier_stored_size {
+    my ($medium, $size, @hashes) = @_;
     return [ 'BlockStored', [ map { { u64 => $_ } } @hashes ], undef, [],
-             16, undef, $medium, undef ];
+             $size, undef, $medium, undef ];
 }
 
 sub removed {
@@ -235,6 +242,65 @@ main::wait_publishers();
   qr/kvroute_indexed_blocks\{[^}]*\} 2\n(?:.*\n)*kvroute_host_tier_blocks\{[^}]*\} 0\n/ ]
 --- response_headers_like eval
 [ "", "X-Kvroute: overlap 2/5", "" ]
+--- no_error_log
+[error]
+[alert]
+
+
+
+=== TEST 5: the connector's blocks of 4 GPU blocks (block_size 64): A's
+GPU computed 8 blocks and offloaded them as 2 (hashes of blocks 3 and 7),
+then evicted them; B's GPU holds 1: the prefix goes to A, whose host tier
+holds 8 GPU blocks
+--- main_config eval: $::MainConfig
+--- http_config eval: main::http_config(5)
+--- config eval: $::Config
+--- init
+main::stop_publishers();
+main::publish(5, 'A',
+    main::batch(0, main::gpu_stored(hashes => [ 11 .. 18 ], first => 3000)),
+    main::batch(1, main::tier_stored_size('CPU', 64, 14, 18)),
+    main::batch(2, main::removed('GPU', 11 .. 18)));
+main::publish(5, 'B',
+    main::batch(0, main::gpu_stored(hashes => [ 31 ], first => 3000)));
+main::wait_publishers();
+--- timeout: 8
+--- request eval
+[ "GET /wait", main::prompt(3000, 144), "GET /kvroute_status" ]
+--- response_body_like eval
+[ qr/ok/, qr/^A$/,
+  qr/kvroute_indexed_blocks\{[^}]*\} 0\n(?:.*\n)*kvroute_host_tier_blocks\{[^}]*\} 8\n/ ]
+--- response_headers_like eval
+[ "", "X-Kvroute: load 0/9", "" ]
+--- no_error_log
+[error]
+[alert]
+
+
+
+=== TEST 6: as vLLM's connector loads: A's GPU holds 5 blocks and its
+host tier groups 0 and 1 (blocks 0-7); the 3 blocks from 5 to the end of
+group 1 are less than one offloaded block, so A offers 5, and B's 6 GPU
+blocks win
+--- main_config eval: $::MainConfig
+--- http_config eval: main::http_config(6)
+--- config eval: $::Config
+--- init
+main::stop_publishers();
+main::publish(6, 'A',
+    main::batch(0, main::gpu_stored(hashes => [ 11 .. 18 ], first => 3000)),
+    main::batch(1, main::tier_stored_size('CPU', 64, 14, 18)),
+    main::batch(2, main::removed('GPU', 16 .. 18)));
+main::publish(6, 'B',
+    main::batch(0, main::gpu_stored(hashes => [ 31 .. 36 ], first => 3000)));
+main::wait_publishers();
+--- timeout: 8
+--- request eval
+[ "GET /wait", main::prompt(3000, 144) ]
+--- response_body_like eval
+[ qr/ok/, qr/^B$/ ]
+--- response_headers_like eval
+[ "", "X-Kvroute: overlap 6/9" ]
 --- no_error_log
 [error]
 [alert]

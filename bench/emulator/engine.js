@@ -45,6 +45,9 @@ class Engine {
       cpuBlocks: (this.o.eventForms && this.o.eventForms.offload) || 0,
       cpuMedium: this.o.flavour === 'sglang' ? 'CPU_PINNED' : 'CPU',
       cpuForm: this.o.flavour === 'sglang' ? 'tokens' : 'hashes',
+      // vLLM's connector with a block_size of several GPU blocks
+      cpuGroup: this.o.eventForms && this.o.eventForms.offloadBlockSize
+        ? this.o.eventForms.offloadBlockSize / this.o.blockSize : 1,
       onEvent: (ev) => { if (this.publisher) this.publisher.add(ev); },
     });
     this.scheduler = new Scheduler(this.cache, {

@@ -138,14 +138,56 @@ function extendBlockHashes(hashes, tokens, numTokens, blockSize, root, keys) {
 // tier's medium: form 'hashes' as vLLM's connector sends them (block
 // hashes alone: token_ids [], parent nil), form 'tokens' with token ids
 // and parent as SGLang's HiCache and Dynamo's KVBM send them.
+// With group G > 1 (the connector's block_size G GPU blocks, form
+// 'hashes' only), a tier block is a request's G GPU blocks from a multiple
+// of G, named by the hash of its last GPU block (vLLM's
+// BlockHashListWithBlockSize), stored once all G are computed, and loaded
+// back as the connector does (lookup).
 class CpuTier {
-  constructor(numBlocks, medium, form, onEvent) {
+  constructor(numBlocks, medium, form, onEvent, group = 1) {
+    if (group > 1 && form !== 'hashes') throw new Error('CpuTier: groups need form hashes');
     this.numBlocks = numBlocks;
     this.medium = medium;
     this.form = form;
     this.onEvent = onEvent;
+    this.group = group;
     this.lru = new Map();      // hashKey -> digest, insertion order = LRU
     this.loaded = 0;           // blocks loaded back (metrics, tests)
+  }
+
+  // A request's blocks [0, upTo) are cached on the GPU (hashes: all its
+  // block hashes): its whole groups written through, least recently used
+  // groups evicted past numBlocks GPU blocks.
+  storeGroups(hashes, upTo, bs) {
+    const G = this.group;
+    const fresh = [];
+    for (let q = 0; (q + 1) * G <= upTo; q++) {
+      const h = hashes[(q + 1) * G - 1];
+      const k = hashKeyOf(h);
+      if (this.lru.delete(k)) {
+        this.lru.set(k, h);
+      } else {
+        this.lru.set(k, h);
+        fresh.push(h);
+      }
+    }
+    if (fresh.length) {
+      this.onEvent({ type: 'BlockStored', hashes: fresh, parent: null, tokenIds: [],
+        blockSize: G * bs, medium: this.medium });
+    }
+    this._evict(Math.max(1, Math.floor(this.numBlocks / G)));
+  }
+
+  _evict(max) {
+    const evicted = [];
+    for (const [k, h] of this.lru) {
+      if (this.lru.size - evicted.length <= max) break;
+      evicted.push([k, h]);
+    }
+    for (const [k] of evicted) this.lru.delete(k);
+    if (evicted.length) {
+      this.onEvent({ type: 'BlockRemoved', hashes: evicted.map((e) => e[1]), medium: this.medium });
+    }
   }
 
   // The GPU cached ev's blocks (a BlockStored): write them through.
@@ -180,19 +222,22 @@ class CpuTier {
       }
       a = b + 1;
     }
-    const evicted = [];
-    for (const [k, h] of this.lru) {
-      if (this.lru.size - evicted.length <= this.numBlocks) break;
-      evicted.push([k, h]);
-    }
-    for (const [k] of evicted) this.lru.delete(k);
-    if (evicted.length) {
-      this.onEvent({ type: 'BlockRemoved', hashes: evicted.map((e) => e[1]), medium: this.medium });
-    }
+    this._evict(this.numBlocks);
   }
 
   // Blocks of blockHashes the tier holds in a run from `from`, below `max`.
+  // In groups: from the group holding block `from` while held, and only
+  // when that reaches at least one group past `from` (vLLM's
+  // OffloadingConnectorScheduler.get_num_new_matched_tokens).
   lookup(blockHashes, from, max) {
+    const G = this.group;
+    if (G > 1) {
+      let q = Math.floor(from / G);
+      while ((q + 1) * G <= max && (q + 1) * G <= blockHashes.length
+             && this.lru.has(hashKeyOf(blockHashes[(q + 1) * G - 1]))) q++;
+      const end = q * G;
+      return end >= from + G ? end - from : 0;
+    }
     let n = 0;
     for (let i = from; i < blockHashes.length && i < max; i++) {
       if (!this.lru.has(hashKeyOf(blockHashes[i]))) break;
@@ -217,7 +262,8 @@ class CpuTier {
 
 class KvCache {
   // opts: numBlocks, blockSize, cpuBlocks (an offload tier, CpuTier, 0:
-  // none), cpuMedium, cpuForm, onEvent(ev) where ev is
+  // none), cpuMedium, cpuForm, cpuGroup (GPU blocks a tier block spans),
+  // onEvent(ev) where ev is
   //   {type:'BlockStored', hashes:[Buffer], parent:Buffer|null,
   //    tokenIds:[int], blockSize}
   //   {type:'BlockRemoved', hashes:[Buffer]}
@@ -239,7 +285,7 @@ class KvCache {
     this.hits = 0;             // prefix cache hits (tokens)
     this.cpu = opts.cpuBlocks > 0
       ? new CpuTier(opts.cpuBlocks, opts.cpuMedium || 'CPU', opts.cpuForm || 'hashes',
-        (ev) => this.onEvent(ev))
+        (ev) => this.onEvent(ev), opts.cpuGroup || 1)
       : null;
   }
 
@@ -343,7 +389,8 @@ class KvCache {
       ev.extraKeys = stored.map((i) => blockExtraKeys(keys, i, bs));
     }
     this.onEvent(ev);
-    if (this.cpu) this.cpu.store(ev);
+    if (this.cpu && this.cpu.group > 1) this.cpu.storeGroups(hashes, toBlock, bs);
+    else if (this.cpu) this.cpu.store(ev);
   }
 
   // Free a request's blocks: tail block first; hashed blocks to the tail of

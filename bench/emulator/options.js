@@ -61,6 +61,7 @@ const SPEC = {
   'replay-base-port': { type: 'string', default: '20181' },
   flavour: { type: 'string', default: 'vllm' },
   'events-offload': { type: 'string', default: '0' },
+  'offload-block-size': { type: 'string', default: '0' },
   'events-report-full': { type: 'boolean', default: false },
   'events-hybrid': { type: 'boolean', default: false },
   'events-bigram': { type: 'boolean', default: false },
@@ -123,6 +124,8 @@ function parseOptions(argv) {
     // forms beyond one GPU stream (events.js EventShaper)
     eventForms: {
       offload: num(v['events-offload'], 'events-offload', 0, true),
+      // the connector's block_size in tokens (0: the GPU's)
+      offloadBlockSize: num(v['offload-block-size'], 'offload-block-size', 0, true),
       reportFull: v['events-report-full'],
       hybrid: v['events-hybrid'],
       bigram: v['events-bigram'],
@@ -165,6 +168,11 @@ function parseOptions(argv) {
   o.gpuOf = placeEngines(o.engines, o.gpus, o.placement);
   if (o.eventForms.bigram && o.flavour !== 'sglang') throw new Error('--events-bigram needs --flavour sglang');
   if (o.eventForms.hybrid && o.flavour !== 'vllm') throw new Error('--events-hybrid needs --flavour vllm');
+  const obs = o.eventForms.offloadBlockSize;
+  if (obs && (obs % o.blockSize !== 0 || obs / o.blockSize > 64)) {
+    throw new Error('--offload-block-size: expected a multiple of --block-size, up to 64 of them');
+  }
+  if (obs > o.blockSize && o.flavour !== 'vllm') throw new Error('--offload-block-size needs --flavour vllm');
   return o;
 }
 

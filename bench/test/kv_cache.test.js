@@ -323,6 +323,32 @@ test('cpu tier: the tokens form (SGLang) carries token ids and parent', () => {
   assert.deepEqual(cpu[1].tokenIds, seq(9, 4));
 });
 
+test('cpu tier in groups: a tier block of 2 GPU blocks, named by its last, loaded whole', () => {
+  const events = [];
+  const cache = new KvCache({ numBlocks: 16, blockSize: 4, cpuBlocks: 4, cpuGroup: 2,
+    onEvent: (e) => events.push(e) });
+  const p = runPrompt(cache, seq(1, 12));       // 3 GPU blocks: 1 whole group
+  const cpu = events.filter((e) => e.medium === 'CPU');
+  assert.equal(cpu.length, 1);
+  assert.deepEqual(cpu[0].hashes, [p.hashes[1]], 'the group is named by its last block');
+  assert.equal(cpu[0].blockSize, 8, 'block_size: 2 GPU blocks');
+  assert.deepEqual(cpu[0].tokenIds, []);
+  assert.equal(cache.cpu.lookup(p.hashes, 0, 3), 2, 'group 0 loads whole');
+  assert.equal(cache.cpu.lookup(p.hashes, 1, 3), 0, 'from block 1: less than a group, none');
+  assert.equal(cache.cpu.lookup(p.hashes, 0, 1), 0, 'a group past max is not loaded');
+  events.length = 0;
+  const q = runPrompt(cache, seq(1, 12).concat(seq(50, 8)));   // 5 blocks: groups 0, 1
+  const more = events.filter((e) => e.medium === 'CPU');
+  assert.deepEqual(more[0].hashes, [q.hashes[3]], 'group 0 held: only group 1 stored');
+  assert.equal(cache.cpu.lookup(q.hashes, 0, 5), 4);
+  assert.equal(cache.cpu.lookup(q.hashes, 2, 5), 2);
+  runPrompt(cache, seq(900, 8));                 // 1 more group: 3 > 4 / 2
+  const removed = events.filter((e) => e.medium === 'CPU' && e.type === 'BlockRemoved');
+  assert.deepEqual(removed[0].hashes, [q.hashes[1]], 'the LRU group goes, by its name');
+  assert.throws(() => new KvCache({ numBlocks: 4, blockSize: 4, cpuBlocks: 4, cpuGroup: 2,
+    cpuForm: 'tokens' }), /groups need form hashes/);
+});
+
 // a prompt whose blocks the GPU evicted, the host tier kept
 async function evictedThenAgain(cpuBlocks) {
   const cache = new KvCache({ numBlocks: 14, blockSize: 16, cpuBlocks });

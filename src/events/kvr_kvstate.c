@@ -893,19 +893,34 @@ kvr_kvstate_tier_hashes(kvr_kvstate_t *st, kvr_index_t *ix, kvr_kvtier_t *t,
 {
     int       found;
     size_t    i;
-    uint32_t  put;
+    uint32_t  put, group;
     uint64_t  key;
 
     /*
-     * an offloaded block of several GPU blocks is named by one hash: the
-     * GPU blocks before it are not known from the event
+     * An offloaded block of g GPU blocks is named by the hash of its last
+     * GPU block (vLLM's BlockHashListWithBlockSize: the last hash, or the
+     * g hashes concatenated, whose last 8 bytes are the same u64): held
+     * as that block's key, the group size published for the balancer,
+     * which looks the groups up as the connector does
      */
 
+    group = 1;
+
     if (ev->block_size != 0 && ev->block_size != st->block_size) {
-        st->stats.bad_block_size++;
-        st->last_bad_block_size = ev->block_size;
-        st->stats.tier_unkeyed += ev->n_hashes;
-        return;
+        group = ev->block_size / st->block_size;
+
+        if (ev->block_size % st->block_size != 0
+            || group > KVR_KVSTATE_TIER_GROUP_MAX)
+        {
+            st->stats.bad_block_size++;
+            st->last_bad_block_size = ev->block_size;
+            st->stats.tier_unkeyed += ev->n_hashes;
+            return;
+        }
+    }
+
+    if (st->tier_groups != NULL) {
+        st->tier_groups[t - st->tiers] = (int) group;
     }
 
     for (i = 0; i < ev->n_hashes; i++) {

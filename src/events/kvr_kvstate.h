@@ -18,7 +18,10 @@
  *     ("name/host", "name/disk"), reference counted as the GPU's and
  *     keyed from their token ids as the GPU's, or, without token ids
  *     (vLLM's offloading connector), by the GPU's key of the same engine
- *     hash; other media are counted only;
+ *     hash; an offloaded block of g GPU blocks (the connector's
+ *     block_size g times kvroute's) is held as the key of its last GPU
+ *     block, and g is published in tier_groups for the balancer's walk
+ *     (kvr_index_match_groups()); other media are counted only;
  *   - only the full-attention KV cache group: an event whose
  *     kv_cache_spec_kind is given and is not "full_attention" or
  *     "mla_attention", or whose group_idx is a group learned to be another
@@ -82,6 +85,13 @@ typedef enum {
 
 #define KVR_KVSTATE_TIERS  2            /* host, disk: tiers[tier - 1] */
 
+/*
+ * The most GPU blocks an offloaded block may span (vLLM's offloading
+ * connector with a block_size of several GPU blocks names each group by
+ * the hash of its last GPU block)
+ */
+#define KVR_KVSTATE_TIER_GROUP_MAX  64
+
 
 typedef struct {
     kvr_emap_t     *handles;          /* engine hash -> key; NULL until
@@ -129,6 +139,9 @@ typedef struct {
     int            *tier_slots;       /* where the balancer reads the
                                          tiers' slots (slot + 1, 0: none),
                                          or NULL */
+    int            *tier_groups;      /* and the GPU blocks each tier's
+                                         block spans (0 or 1: one), or
+                                         NULL */
     kvr_kvstats_t   stats;
 } kvr_kvstate_t;
 

@@ -144,6 +144,10 @@ typedef struct {
                                                      offload tiers' slots,
                                                      host and disk, + 1;
                                                      0: none */
+    int                              tier_groups[NGX_HTTP_KVROUTE_MAX_PEERS][2];
+                                                  /* kv: the GPU blocks a
+                                                     tier's block spans
+                                                     (0 or 1: one) */
     ngx_atomic_t                     holder;      /* pid inside the lock */
     ngx_atomic_t                     wipes;       /* index started afresh */
     kvr_index_t                     *index;

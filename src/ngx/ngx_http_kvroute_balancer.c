@@ -611,7 +611,8 @@ ngx_http_kvroute_match(ngx_http_kvroute_srv_conf_t *kcf, kvr_index_t *index,
  * kv mode: what a server's offload tiers hold after its GPU overlap, as
  * NVIDIA Dynamo walks them (query_lower_tiers): the host tier's leading
  * run from the GPU overlap on, then the disk tier's from the end of that
- * (docs/engine-events.md "Tiers"); none while no tier event came
+ * (docs/engine-events.md "Tiers"), in whole offloaded blocks where the
+ * tier's span several GPU blocks; none while no tier event came
  */
 
 static void
@@ -650,8 +651,9 @@ ngx_http_kvroute_match_tiers(ngx_http_kvroute_srv_conf_t *kcf,
             }
 
             run = (t == 0) ? &cand->overlap_host : &cand->overlap_disk;
-            *run = kvr_index_match(index, tier, ctx->hashes + from,
-                                   ctx->nblocks - from);
+            *run = kvr_index_match_groups(index, tier, ctx->hashes,
+                                          ctx->nblocks, from,
+                                          kcf->zone->sh->tier_groups[slot][t]);
             from += *run;
         }
     }

@@ -402,6 +402,8 @@ ngx_http_kvroute_events_subscribe(ngx_http_kvroute_events_t *ev,
     /* the slots its offload tiers get, where the balancer reads them */
     sub->state.tier_slots = (slot >= 0 && slot < NGX_HTTP_KVROUTE_MAX_PEERS)
                             ? kcf->zone->sh->tiers[slot] : NULL;
+    sub->state.tier_groups = (slot >= 0 && slot < NGX_HTTP_KVROUTE_MAX_PEERS)
+                             ? kcf->zone->sh->tier_groups[slot] : NULL;
     sub->pred_slot = rt->pred_slots[peer_index];
     sub->state.pred_slot = sub->pred_slot;
     sub->zmq = ev->zmq;

@@ -375,7 +375,10 @@ ngx_http_kvroute_status_peer(u_char *p, u_char *last,
         values[4] += info.capacity;
         values[5] += info.evictions;
 
-        /* kv mode: its offload tiers' blocks, as their events said */
+        /*
+         * kv mode: its offload tiers' blocks, as their events said, in GPU
+         * blocks (a tier's block may span several)
+         */
 
         s = ranks ? ranks[r] : (int) slot;
 
@@ -383,7 +386,8 @@ ngx_http_kvroute_status_peer(u_char *p, u_char *last,
             tier = zone->sh->tiers[s][t] - 1;
 
             if (tier >= 0) {
-                values[6 + t] += kvr_index_slot_blocks(zone->sh->index, tier);
+                values[6 + t] += kvr_index_slot_blocks(zone->sh->index, tier)
+                                 * ngx_max(zone->sh->tier_groups[s][t], 1);
             }
         }
 

@@ -68,6 +68,18 @@ size_t kvr_index_match(kvr_index_t *ix, int slot, const uint64_t *hashes,
     size_t n);
 
 /*
+ * What an offload tier whose blocks span `group` blocks each gives after
+ * the first `from` blocks, as vLLM's offloading connector loads it: each
+ * group is held as the key of its last block; the groups are looked up
+ * from the one holding block `from` while present, and the blocks from
+ * `from` to the end of the last count only when they reach at least one
+ * group (fewer are computed, not loaded).  group <= 1: the leading run of
+ * hashes[from..n-1].
+ */
+size_t kvr_index_match_groups(kvr_index_t *ix, int slot,
+    const uint64_t *hashes, size_t n, size_t from, size_t group);
+
+/*
  * Leading-run match for several slots at once: overlap[i] for slots[i].
  * Stops walking as soon as no slot matches any more.
  */

@@ -34,6 +34,37 @@ kvr_index_match(kvr_index_t *ix, int slot, const uint64_t *hashes, size_t n)
     return i;
 }
 
+size_t
+kvr_index_match_groups(kvr_index_t *ix, int slot, const uint64_t *hashes,
+    size_t n, size_t from, size_t group)
+{
+    size_t  q, end;
+
+    if (group <= 1) {
+        return (from < n) ? kvr_index_match(ix, slot, hashes + from, n - from)
+                          : 0;
+    }
+
+    if (kvr_index_slot_get(ix, slot) == NULL) {
+        return 0;
+    }
+
+    /* the groups from the one holding block `from`, each by its last key */
+
+    for (q = from / group; (q + 1) * group <= n; q++) {
+        if (kvr_index_find(ix, slot, hashes[(q + 1) * group - 1]) == 0) {
+            break;
+        }
+    }
+
+    end = q * group;
+
+    /* less than one offloaded block past `from` is not loaded */
+
+    return (end >= from + group) ? end - from : 0;
+}
+
+
 void
 kvr_index_match_slots(kvr_index_t *ix, const int *slots, size_t nslots,
     const uint64_t *hashes, size_t n, uint32_t *overlap)

@@ -154,10 +154,53 @@ test_media(void)
 }
 
 
+/*
+ * vLLM's connector with offloaded blocks of 4 GPU blocks: groups 0 and 1
+ * of a 12-block sequence held (as the keys of blocks 3 and 7), group 2 not
+ */
+
+static void
+test_groups(kvr_index_t *ix)
+{
+    int       slot;
+    size_t    i;
+    uint64_t  seq_keys[12];
+
+    slot = kvr_index_slot(ix, "groups/host", 11);
+
+    for (i = 0; i < 12; i++) {
+        seq_keys[i] = 0x5000 + i;
+    }
+
+    kvr_index_add_ref(ix, slot, seq_keys[3]);
+    kvr_index_add_ref(ix, slot, seq_keys[7]);
+
+    tap_is(kvr_index_match_groups(ix, slot, seq_keys, 12, 0, 4), 8,
+           "groups: nothing on the GPU, groups 0 and 1 load 8 blocks");
+    tap_is(kvr_index_match_groups(ix, slot, seq_keys, 12, 4, 4), 4,
+           "groups: 4 on the GPU, group 1 loads 4");
+    tap_is(kvr_index_match_groups(ix, slot, seq_keys, 12, 3, 4), 5,
+           "groups: 3 on the GPU, from inside group 0 to the end of 1");
+    tap_is(kvr_index_match_groups(ix, slot, seq_keys, 12, 5, 4), 0,
+           "groups: 5 on the GPU, 3 blocks to the end of group 1: none");
+    tap_is(kvr_index_match_groups(ix, slot, seq_keys, 12, 8, 4), 0,
+           "groups: group 2 not held");
+    tap_is(kvr_index_match_groups(ix, slot, seq_keys, 7, 0, 4), 4,
+           "groups: a 7-block request has group 0 whole only");
+    tap_is(kvr_index_match_groups(ix, slot, seq_keys, 12, 12, 4), 0,
+           "groups: all on the GPU");
+    tap_is(kvr_index_match_groups(ix, slot, seq_keys + 3, 9, 0, 1), 1,
+           "group 1: the leading run, as kvr_index_match()");
+
+    kvr_index_release_slot(ix, slot);
+}
+
+
 int
 main(void)
 {
     int                   gpu, host, disk, tier_slots[KVR_KVSTATE_TIERS];
+    int                   tier_groups[KVR_KVSTATE_TIERS];
     void                 *region;
     size_t                i;
     uint32_t              tokens[NB * BS];
@@ -185,10 +228,13 @@ main(void)
     kvr_hash_token_blocks(tokens, NB * BS, BS, seed, keys, NB);
 
     test_media();
+    test_groups(ix);
 
     memset(tier_slots, 0, sizeof(tier_slots));
+    memset(tier_groups, 0, sizeof(tier_groups));
     kvr_kvstate_init(&st, gpu, BS, 1000);
     st.tier_slots = tier_slots;
+    st.tier_groups = tier_groups;
 
     /* the GPU holds 3 blocks; the connector offloads them: hashes alone */
 
@@ -240,13 +286,33 @@ main(void)
     tap_is(st.stats.tier_unkeyed, 1, "unknown hash: unkeyed, counted");
     tap_is(kvr_index_slot_blocks(ix, host), 0, "and not held");
 
-    /* an offloaded block of 2 GPU blocks: not keyed from one hash */
+    /*
+     * an offloaded block of 2 GPU blocks (the connector's block_size
+     * twice the GPU's), named by the hash of its last GPU block
+     */
 
     store(&st, ix, "GPU", h, 2, NULL, tokens, BS);
     store(&st, ix, "CPU", h + 1, 1, NULL, NULL, 2 * BS);
+    tap_is(kvr_index_slot_blocks(ix, host), 1,
+           "an offloaded block of 2 GPU blocks: held once");
+    tap_is(kvr_index_match(ix, host, keys + 1, 1), 1,
+           "as the key of its last GPU block");
+    tap_is(tier_groups[KVR_TIER_HOST - 1], 2,
+           "the host tier's span published: 2 GPU blocks");
+    tap_is(kvr_index_match_groups(ix, host, keys, NB, 0, 2), 2,
+           "nothing computed on the GPU: the group's 2 blocks load");
+    tap_is(kvr_index_match_groups(ix, host, keys, NB, 1, 2), 0,
+           "block 0 computed: 1 block left in the group, not loaded");
+
+    /* a size that is no multiple of the GPU's: not keyed */
+
+    store(&st, ix, "CPU", h + 1, 1, NULL, NULL, BS + BS / 2);
+    tap_is(st.stats.tier_unkeyed, 2, "another block size: counted unkeyed");
+    tap_is(st.stats.bad_block_size, 1, "and as a bad block size");
+
+    removal(&st, ix, "CPU", h + 1, 1);
     tap_is(kvr_index_slot_blocks(ix, host), 0,
-           "an offloaded block of another size: not held");
-    tap_is(st.stats.tier_unkeyed, 2, "and counted unkeyed");
+           "the group's removal releases its one entry");
 
     /* with token ids (SGLang's, Dynamo's KVBM form), chained from the GPU */
 
@@ -287,8 +353,10 @@ main(void)
     /* a new helper's stream reuses the tier slot by name, emptied */
 
     memset(tier_slots, 0, sizeof(tier_slots));
+    memset(tier_groups, 0, sizeof(tier_groups));
     kvr_kvstate_init(&st, gpu, BS, 1000);
     st.tier_slots = tier_slots;
+    st.tier_groups = tier_groups;
     seq = 0;
     store(&st, ix, "GPU", h, 2, NULL, tokens, BS);
     store(&st, ix, "CPU_PINNED", h, 1, NULL, NULL, BS);
