@@ -45,6 +45,10 @@ const CONFIGS = [
   // block's extra_keys, lora_name, lora_id), and partial-block stores
   { name: 'vllm-map-keys', args: ['--events-format', 'map', '--lora-modules', 'ad-a',
     '--events-partial'], bodies: [{ cache_salt: 'tenant-1' }, { model: 'ad-a' }, {}] },
+  // vLLM's offloading connector with blocks of 2 GPU blocks (block_size
+  // 32): a group named by its last GPU block's hash, as bytes
+  { name: 'vllm-map-offload-groups', args: ['--events-format', 'map', '--hash-type', 'bytes',
+    '--events-offload', '16', '--offload-block-size', '32'] },
 ];
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
