@@ -368,19 +368,10 @@ kvr_tok_o200k_split(const kvr_tok_o200k_t *m, const uint8_t *s, size_t len,
             continue;
         }
 
-        if (gap < i) {
-            rc = piece(ctx, s + gap, i - gap);
-            if (rc != 0) {
-                return rc;
-            }
-        }
-
-        rc = piece(ctx, s + i, n);
+        rc = kvr_tok_piece_match(piece, ctx, s, &gap, i, n);
         if (rc != 0) {
             return rc;
         }
-
-        gap = i + n;
     }
 
     return gap < len ? piece(ctx, s + gap, len - gap) : 0;

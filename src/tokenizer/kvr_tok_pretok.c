@@ -771,19 +771,10 @@ kvr_tok_pretok_split_ascii(kvr_tok_pretok_t *pt, const uint8_t *s,
             continue;
         }
 
-        if (gap < i) {
-            rc = piece(ctx, s + gap, i - gap);
-            if (rc != 0) {
-                return rc;
-            }
-        }
-
-        rc = piece(ctx, s + i, n);
+        rc = kvr_tok_piece_match(piece, ctx, s, &gap, i, n);
         if (rc != 0) {
             return rc;
         }
-
-        gap = i + n;
     }
 
     return gap < len ? piece(ctx, s + gap, len - gap) : 0;

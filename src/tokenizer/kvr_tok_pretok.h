@@ -57,6 +57,29 @@ int kvr_tok_pretok_split(kvr_tok_pretok_t *pt, const uint8_t *s, size_t len,
 int kvr_tok_pretok_find(kvr_tok_pretok_t *pt, const uint8_t *s, size_t len,
     size_t from, size_t *start, size_t *end);
 
+/*
+ * Isolated splitting's step, shared by the hand-coded matchers: the bytes
+ * since *gap that no match took, as a piece, then the match [at, at + n);
+ * *gap moves past it.  Returns 0 or the callback's non-zero value.
+ */
+static inline int
+kvr_tok_piece_match(kvr_tok_piece_pt piece, void *ctx, const uint8_t *s,
+    size_t *gap, size_t at, size_t n)
+{
+    int  rc;
+
+    if (*gap < at) {
+        rc = piece(ctx, s + *gap, at - *gap);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+
+    *gap = at + n;
+
+    return piece(ctx, s + at, n);
+}
+
 /* the two ways, for tests: PCRE2 on any text, the matcher on ASCII only */
 int kvr_tok_pretok_split_pcre2(kvr_tok_pretok_t *pt, const uint8_t *s,
     size_t len, kvr_tok_piece_pt piece, void *ctx);
