@@ -225,25 +225,18 @@ class CpuTier {
     this._evict(this.numBlocks);
   }
 
-  // Blocks of blockHashes the tier holds in a run from `from`, below `max`.
-  // In groups: from the group holding block `from` while held, and only
-  // when that reaches at least one group past `from` (vLLM's
+  // Blocks of blockHashes the tier holds in a run from `from`, below `max`:
+  // its groups (each held as its last block's hash; a group of 1 is a
+  // block) from the one holding block `from` while held, counted only when
+  // they reach at least one group past `from` (vLLM's
   // OffloadingConnectorScheduler.get_num_new_matched_tokens).
   lookup(blockHashes, from, max) {
     const G = this.group;
-    if (G > 1) {
-      let q = Math.floor(from / G);
-      while ((q + 1) * G <= max && (q + 1) * G <= blockHashes.length
-             && this.lru.has(hashKeyOf(blockHashes[(q + 1) * G - 1]))) q++;
-      const end = q * G;
-      return end >= from + G ? end - from : 0;
-    }
-    let n = 0;
-    for (let i = from; i < blockHashes.length && i < max; i++) {
-      if (!this.lru.has(hashKeyOf(blockHashes[i]))) break;
-      n++;
-    }
-    return n;
+    const last = Math.min(max, blockHashes.length);
+    let q = Math.floor(from / G);
+    while ((q + 1) * G <= last && this.lru.has(hashKeyOf(blockHashes[(q + 1) * G - 1]))) q++;
+    const end = q * G;
+    return end >= from + G ? end - from : 0;
   }
 
   // A hit read blocks back: recently used.

@@ -34,6 +34,7 @@ kvr_index_match(kvr_index_t *ix, int slot, const uint64_t *hashes, size_t n)
     return i;
 }
 
+
 size_t
 kvr_index_match_groups(kvr_index_t *ix, int slot, const uint64_t *hashes,
     size_t n, size_t from, size_t group)
