@@ -290,6 +290,7 @@ ngx_http_kvroute_eligible(ngx_http_kvroute_peer_data_t *kp, time_t now,
         cs->cache[n] = cs->slots[n];    /* match() may choose a rank's */
         cs->rank[n] = 0;
         cand->weight = peer->weight;
+        cand->route_share = 0;
 
         if (j < rt->nslots) {
             cand->capacity = rt->capacities[j];
@@ -405,6 +406,10 @@ ngx_http_kvroute_score(ngx_http_kvroute_peer_data_t *kp,
 
     ngx_http_kvroute_pins_gather(kcf, ctx, cs->cache, cs->n, cs->cand,
                                  &demand);
+
+    if (kcf->metrics && kcf->policy.policy == KVR_POLICY_TTFT) {
+        kvr_prefixes_route_shares(&px, cs->cand, cs->n);
+    }
 
     ngx_http_kvroute_engine_loads(kcf, cs->slots, cs->n, cs->cand,
                                   demand.tokens);

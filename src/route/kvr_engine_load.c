@@ -14,12 +14,26 @@
  * yet.  Its KV usage is the blocks its running requests hold, which is
  * what policy=ttft's pinned blocks estimate.
  *
+ * The usage counts the blocks the others' requests pin, and this prompt's
+ * cached prefix among them when one of those is of the same prefix: then
+ * the prefix needs no room of its own.  Which prefixes the others' requests
+ * are of, no engine says; they are taken to be like this frontend's own
+ * routes there (route_share), so with k of them on the engine the prefix
+ * is pinned with probability 1 - (1 - share)^k.  Counting the prefix as
+ * never pinned by them (own pins only) made every frontend find the
+ * holders full and copy the prefix elsewhere; as always pinned, send
+ * requests to full engines (BENCHMARKS §2.18).
+ *
  * Its inter-token latency says how fast its steps are: engines on unequal
  * GPUs (or sharing one) take unequal time for the same work, and the
  * policy weighs work ahead in time at each engine's speed.
  */
 
 #include "kvr_engine_load.h"
+
+
+static uint32_t kvr_engine_load_shared(uint32_t blocks, uint32_t share,
+    uint64_t others);
 
 
 void
@@ -59,6 +73,40 @@ kvr_engine_load_apply(kvr_candidate_t *cand, const kvr_engine_load_t *el,
     if (used + since > cand->pinned) {
         cand->pinned = used + since;
     }
+
+    if (others && cand->pinned_own < cand->overlap) {
+        cand->pinned_own += kvr_engine_load_shared(cand->overlap
+                                                   - cand->pinned_own,
+                                                   cand->route_share,
+                                                   others);
+    }
+}
+
+
+/*
+ * Of blocks cached but not pinned by this frontend, how many the others'
+ * requests there likely pin: each of them (up to 64 counted) is of this
+ * prefix with probability share / 1024
+ */
+
+static uint32_t
+kvr_engine_load_shared(uint32_t blocks, uint32_t share, uint64_t others)
+{
+    double    none, q;
+    uint64_t  k;
+
+    if (share == 0) {
+        return 0;
+    }
+
+    q = share >= 1024 ? 1 : share / 1024.0;
+    none = 1;
+
+    for (k = 0; k < others && k < 64; k++) {
+        none *= 1 - q;
+    }
+
+    return (uint32_t) ((1 - none) * blocks + 0.5);
 }
 
 

@@ -44,7 +44,9 @@ typedef struct {
  * inflight_prefill, pinned: as gathered now) what other clients of the
  * engine had there at the scrape.  tokens: this request's prompt tokens,
  * the size assumed for others' requests when this frontend has none in
- * flight there to average.
+ * flight there to average.  With the engine's KV usage, pinned_own also
+ * counts the cached prefix (overlap) the others' requests likely pin
+ * there, by route_share (kvr_engine_load.c).
  */
 void kvr_engine_load_apply(kvr_candidate_t *cand,
     const kvr_engine_load_t *el, uint32_t tokens);

@@ -90,6 +90,11 @@ typedef struct {
                                        pin, distinct, and their output */
     uint32_t       pinned_own;      /* ttft: of this prompt's blocks, how
                                        many are among those */
+    uint32_t       route_share;     /* ttft with metrics: this prompt's
+                                       prefix's share of this frontend's
+                                       recent routes there, in 1/1024: how
+                                       likely another client's request
+                                       there is of the same prefix */
     double         speed;           /* ttft: its engine's step speed
                                        against the fastest's (1), from
                                        the engines' inter-token latency;

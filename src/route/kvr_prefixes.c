@@ -53,6 +53,31 @@ kvr_prefixes_count(const kvr_policy_conf_t *conf, const kvr_prefixes_t *px,
 }
 
 
+void
+kvr_prefixes_route_shares(const kvr_prefixes_t *px, kvr_candidate_t *cand,
+    size_t n)
+{
+    size_t    i;
+    uint32_t  routes, total;
+
+    for (i = 0; i < n; i++) {
+        cand[i].route_share = 0;
+
+        if (!kvr_prefixes_has_homes(px, i)) {
+            continue;
+        }
+
+        routes = kvr_homes_routes(&px->homes[px->slots[i]],
+                                  px->first_block, &total);
+
+        if (total) {
+            cand[i].route_share = (uint32_t) ((uint64_t) routes * 1024
+                                              / total);
+        }
+    }
+}
+
+
 /*
  * A prompt no server holds goes where fewest prefixes live, and a busy
  * prefix spreads only to servers with room for one more.

@@ -59,6 +59,15 @@ void kvr_prefixes_count(const kvr_policy_conf_t *conf,
     uint32_t *share);
 
 /*
+ * Sets cand[i].route_share: the prompt's prefix's share of this frontend's
+ * own recent routes to each server (px->homes, never the roots: those
+ * count the engines' prefixes, not requests), in 1/1024; 0 where none
+ * went.  kvr_engine_load_apply() reads it.
+ */
+void kvr_prefixes_route_shares(const kvr_prefixes_t *px,
+    kvr_candidate_t *cand, size_t n);
+
+/*
  * The prompt went to the server of slot (overlap: its cached leading
  * blocks there): its homes learn the prefix, and under policy=cost a
  * prefix new there counts as live before the next recount (in the roots

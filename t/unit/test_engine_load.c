@@ -108,6 +108,61 @@ main(void)
     kvr_engine_load_apply(&c, &el, 100);
     tap_is(c.pinned, 100, "no usage reported: own pins");
 
+    /*
+     * this prompt's cached prefix (overlap 100) on an engine with others'
+     * requests: pinned by them as likely as one of them is of the prefix,
+     * judged by this frontend's own routes there (route_share)
+     */
+    c = own(1, 100, 0, 400, 1000);
+    c.overlap = 100;
+    c.pinned_own = 0;
+    c.route_share = 512;
+    el = scraped(3, 0, 500, 1, 400);
+    kvr_engine_load_apply(&c, &el, 100);
+    tap_is(c.pinned_own, 75, "2 others, each of it by half: 1 - 1/4");
+
+    c = own(1, 100, 0, 400, 1000);
+    c.overlap = 100;
+    c.pinned_own = 0;
+    c.route_share = 1024;
+    el = scraped(2, 0, 500, 1, 400);
+    kvr_engine_load_apply(&c, &el, 100);
+    tap_is(c.pinned_own, 100, "all own routes there of it: pinned");
+
+    c = own(1, 100, 0, 400, 1000);
+    c.overlap = 100;
+    c.pinned_own = 40;
+    c.route_share = 0;
+    el = scraped(4, 0, 500, 1, 400);
+    kvr_engine_load_apply(&c, &el, 100);
+    tap_is(c.pinned_own, 40, "no own routes of it there: own pins only");
+
+    c = own(1, 100, 0, 400, 1000);
+    c.overlap = 100;
+    c.pinned_own = 40;
+    c.route_share = 512;
+    el = scraped(2, 0, 500, 1, 400);
+    kvr_engine_load_apply(&c, &el, 100);
+    tap_is(c.pinned_own, 40 + 30, "one other: half of the blocks own "
+           "requests leave unpinned");
+
+    c = own(1, 100, 0, 400, 1000);
+    c.overlap = 100;
+    c.pinned_own = 0;
+    c.route_share = 1024;
+    el = scraped(1, 0, 500, 1, 400);
+    kvr_engine_load_apply(&c, &el, 100);
+    tap_is(c.pinned_own, 0, "no others there: own pins only");
+
+    c = own(1, 100, 0, 400, 1000);
+    c.overlap = 100;
+    c.pinned_own = 0;
+    c.route_share = 1024;
+    el = scraped(5, 0, KVR_ENGINE_NO_USAGE, 1, 400);
+    kvr_engine_load_apply(&c, &el, 100);
+    tap_is(c.pinned_own, 0, "no usage: the others' pins are not counted, "
+           "nor their share of this prefix");
+
     /* saturation */
     c = own(UINT32_MAX - 1, 0, 0, 0, 0);
     el = scraped(1000000, 0, KVR_ENGINE_NO_USAGE, 0, 0);

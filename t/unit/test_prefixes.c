@@ -257,6 +257,37 @@ main(void)
     tap_is(cand[1].prefixes, 3, "roots: kvroute counts them too");
     px.roots = NULL;
 
+    /*
+     * route shares: the prompt's part of this frontend's own routes to
+     * each server, from the homes even when the roots are counted
+     */
+
+    memset(homes, 0, sizeof(homes));
+    place(ix, slots[0], 70, 3);
+    place(ix, slots[0], 71, 1);
+    place(ix, slots[1], 71, 2);
+    kvr_homes_learn(&roots[slots[0]], 72);
+
+    px.roots = roots;
+    px.first_block = 70;
+    candidates(0, 0, 0, 0, 0, 0);
+    cand[2].route_share = 77;
+    kvr_prefixes_route_shares(&px, cand, N);
+    tap_is(cand[0].route_share, 3 * 1024 / 4, "share: 3 of a's 4 routes");
+    tap_is(cand[1].route_share, 0, "share: none of b's routes");
+    tap_is(cand[2].route_share, 0, "share: no slot, none");
+
+    px.first_block = 71;
+    kvr_prefixes_route_shares(&px, cand, N);
+    tap_is(cand[0].route_share, 1024 / 4, "share: 1 of a's 4");
+    tap_is(cand[1].route_share, 1024, "share: all of b's");
+
+    px.first_block = 72;
+    kvr_prefixes_route_shares(&px, cand, N);
+    tap_is(cand[0].route_share, 0, "share: a prefix the roots learnt is "
+           "no route");
+    px.roots = NULL;
+
     memcpy(saved, homes, sizeof(homes));
     kvr_prefixes_routed(&conf_cost, homes, NULL, -1, 30, 0);
     kvr_prefixes_routed(&conf_cost, homes, NULL, KVR_INDEX_MAX_SLOTS, 30, 0);

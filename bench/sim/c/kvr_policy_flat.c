@@ -101,6 +101,7 @@ kvr_flat_pick(const double *in, uint32_t n)
         cand[i].overlap_host = (uint32_t) c[12];
         cand[i].overlap_disk = (uint32_t) c[13];
         cand[i].speed = c[14];
+        cand[i].route_share = 0;     /* read by kvr_engine_load only */
     }
 
     pick = kvr_policy_pick(&conf, cand, n, &d, &why);
