@@ -19,10 +19,10 @@
  * the prefix needs no room of its own.  Which prefixes the others' requests
  * are of, no engine says; they are taken to be like this frontend's own
  * routes there (route_share), so with k of them on the engine the prefix
- * is pinned with probability 1 - (1 - share)^k.  Counting the prefix as
- * never pinned by them (own pins only) made every frontend find the
- * holders full and copy the prefix elsewhere; as always pinned, send
- * requests to full engines (BENCHMARKS §2.18).
+ * is pinned with probability 1 - (1 - share)^k.  Counted as never pinned
+ * by them (own pins only), the prefix made every frontend find its holders
+ * full and copy it elsewhere; counted as always pinned, it sent requests
+ * to full engines (BENCHMARKS §2.18).
  *
  * Its inter-token latency says how fast its steps are: engines on unequal
  * GPUs (or sharing one) take unequal time for the same work, and the

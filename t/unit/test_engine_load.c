@@ -44,6 +44,25 @@ scraped(uint32_t running, uint32_t waiting, uint32_t usage,
 }
 
 
+/* pinned_own after the scrape, for a cached prefix of 100 blocks */
+static uint32_t
+pinned_own(uint32_t own_pinned, uint32_t share, uint32_t running,
+    uint32_t usage)
+{
+    kvr_candidate_t    c;
+    kvr_engine_load_t  el;
+
+    c = own(1, 100, 0, 400, 1000);
+    c.overlap = 100;
+    c.pinned_own = own_pinned;
+    c.route_share = share;
+    el = scraped(running, 0, usage, 1, 400);
+    kvr_engine_load_apply(&c, &el, 100);
+
+    return c.pinned_own;
+}
+
+
 int
 main(void)
 {
@@ -111,57 +130,21 @@ main(void)
     /*
      * this prompt's cached prefix (overlap 100) on an engine with others'
      * requests: pinned by them as likely as one of them is of the prefix,
-     * judged by this frontend's own routes there (route_share)
+     * judged by this frontend's own routes there (route_share); this
+     * frontend has 1 request there, the engine runs `running`
      */
-    c = own(1, 100, 0, 400, 1000);
-    c.overlap = 100;
-    c.pinned_own = 0;
-    c.route_share = 512;
-    el = scraped(3, 0, 500, 1, 400);
-    kvr_engine_load_apply(&c, &el, 100);
-    tap_is(c.pinned_own, 75, "2 others, each of it by half: 1 - 1/4");
-
-    c = own(1, 100, 0, 400, 1000);
-    c.overlap = 100;
-    c.pinned_own = 0;
-    c.route_share = 1024;
-    el = scraped(2, 0, 500, 1, 400);
-    kvr_engine_load_apply(&c, &el, 100);
-    tap_is(c.pinned_own, 100, "all own routes there of it: pinned");
-
-    c = own(1, 100, 0, 400, 1000);
-    c.overlap = 100;
-    c.pinned_own = 40;
-    c.route_share = 0;
-    el = scraped(4, 0, 500, 1, 400);
-    kvr_engine_load_apply(&c, &el, 100);
-    tap_is(c.pinned_own, 40, "no own routes of it there: own pins only");
-
-    c = own(1, 100, 0, 400, 1000);
-    c.overlap = 100;
-    c.pinned_own = 40;
-    c.route_share = 512;
-    el = scraped(2, 0, 500, 1, 400);
-    kvr_engine_load_apply(&c, &el, 100);
-    tap_is(c.pinned_own, 40 + 30, "one other: half of the blocks own "
-           "requests leave unpinned");
-
-    c = own(1, 100, 0, 400, 1000);
-    c.overlap = 100;
-    c.pinned_own = 0;
-    c.route_share = 1024;
-    el = scraped(1, 0, 500, 1, 400);
-    kvr_engine_load_apply(&c, &el, 100);
-    tap_is(c.pinned_own, 0, "no others there: own pins only");
-
-    c = own(1, 100, 0, 400, 1000);
-    c.overlap = 100;
-    c.pinned_own = 0;
-    c.route_share = 1024;
-    el = scraped(5, 0, KVR_ENGINE_NO_USAGE, 1, 400);
-    kvr_engine_load_apply(&c, &el, 100);
-    tap_is(c.pinned_own, 0, "no usage: the others' pins are not counted, "
-           "nor their share of this prefix");
+    tap_is(pinned_own(0, 512, 3, 500), 75,
+           "2 others, each of it by half: 1 - 1/4");
+    tap_is(pinned_own(0, 1024, 2, 500), 100,
+           "all own routes there of it: pinned");
+    tap_is(pinned_own(40, 0, 4, 500), 40,
+           "no own routes of it there: own pins only");
+    tap_is(pinned_own(40, 512, 2, 500), 40 + 30,
+           "one other: half of the blocks own requests leave unpinned");
+    tap_is(pinned_own(0, 1024, 1, 500), 0, "no others there: own pins only");
+    tap_is(pinned_own(0, 1024, 5, KVR_ENGINE_NO_USAGE), 0,
+           "no usage: the others' pins are not counted, nor their share "
+           "of this prefix");
 
     /* saturation */
     c = own(UINT32_MAX - 1, 0, 0, 0, 0);
