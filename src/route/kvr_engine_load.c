@@ -29,6 +29,8 @@
  * policy weighs work ahead in time at each engine's speed.
  */
 
+#include <math.h>
+
 #include "kvr_engine_load.h"
 
 
@@ -92,19 +94,14 @@ kvr_engine_load_apply(kvr_candidate_t *cand, const kvr_engine_load_t *el,
 static uint32_t
 kvr_engine_load_shared(uint32_t blocks, uint32_t share, uint64_t others)
 {
-    double    none, q;
-    uint64_t  k;
+    double  none, q;
 
     if (share == 0) {
         return 0;
     }
 
     q = share >= 1024 ? 1 : share / 1024.0;
-    none = 1;
-
-    for (k = 0; k < others && k < 64; k++) {
-        none *= 1 - q;
-    }
+    none = pow(1 - q, (double) (others < 64 ? others : 64));
 
     return (uint32_t) ((1 - none) * blocks + 0.5);
 }

@@ -63,7 +63,10 @@ kvr_prefixes_route_shares(const kvr_prefixes_t *px, kvr_candidate_t *cand,
     for (i = 0; i < n; i++) {
         cand[i].route_share = 0;
 
-        if (!kvr_prefixes_has_homes(px, i)) {
+        /* read only by the room test, which needs a size and a prefix */
+        if (cand[i].capacity == 0 || cand[i].overlap == 0
+            || !kvr_prefixes_has_homes(px, i))
+        {
             continue;
         }
 

@@ -270,7 +270,8 @@ main(void)
 
     px.roots = roots;
     px.first_block = 70;
-    candidates(0, 0, 0, 0, 0, 0);
+    candidates(4, 4, 4, 0, 0, 0);
+    cand[0].capacity = cand[1].capacity = cand[2].capacity = 100;
     cand[2].route_share = 77;
     kvr_prefixes_route_shares(&px, cand, N);
     tap_is(cand[0].route_share, 3 * 1024 / 4, "share: 3 of a's 4 routes");
@@ -281,6 +282,15 @@ main(void)
     kvr_prefixes_route_shares(&px, cand, N);
     tap_is(cand[0].route_share, 1024 / 4, "share: 1 of a's 4");
     tap_is(cand[1].route_share, 1024, "share: all of b's");
+
+    /* the room test reads a share only with a size and a cached prefix */
+    cand[0].capacity = 0;
+    cand[1].overlap = 0;
+    kvr_prefixes_route_shares(&px, cand, N);
+    tap_is(cand[0].route_share, 0, "share: none where the size is unknown");
+    tap_is(cand[1].route_share, 0, "share: none where nothing is cached");
+    cand[0].capacity = 100;
+    cand[1].overlap = 4;
 
     px.first_block = 72;
     kvr_prefixes_route_shares(&px, cand, N);
