@@ -2,7 +2,7 @@
 'use strict';
 // bench/sim: the policy simulator's command line (bench/README.md).
 //   node bench/sim/main.js --workers 6 --prefixes 24 --concurrency 8
-//       [--requests 720] [--seeds 1,2,3] [--measure-from 96]
+//       [--requests 720] [--seeds 1,2,3] [--measure-from 96] [--rate R]
 //       [--gpus 24g,8g,8g] [--placement N] [--share S] [--frontend-us N]
 //       [--max-tokens N] [--base-us N] [--gpu-step-us N]
 //       [--prefill-us-per-token N] [--decode-us-per-seq N]
@@ -53,6 +53,7 @@ function main() {
     requests: { type: 'string', default: '720' },
     seeds: { type: 'string', default: '1,2,3' },
     'measure-from': { type: 'string', default: '0' },
+    rate: { type: 'string', default: '0' },
     gpus: { type: 'string', default: '' },
     placement: { type: 'string', default: '0' },
     share: { type: 'string', default: String(GPU_SHARE) },
@@ -80,7 +81,7 @@ function main() {
     for (const seed of seeds) {
       const r = simulate({ workers: Number(v.workers), prefixes: Number(v.prefixes),
         concurrency: Number(v.concurrency), requests: Number(v.requests), seed,
-        measureFrom: Number(v['measure-from']), timing, gpus: parseGpus(v.gpus),
+        measureFrom: Number(v['measure-from']), rate: Number(v.rate), timing, gpus: parseGpus(v.gpus),
         placement: Number(v.placement), share: Number(v.share),
         frontendUs: Number(v['frontend-us']), maxTokens: Number(v['max-tokens']),
         cpuBlocks: Number(v['cpu-blocks']) }, policy);

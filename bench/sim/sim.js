@@ -48,7 +48,9 @@ function workload(prefixes, count, seed, root) {
 //    GPU, as the emulator's --placement), share (GPU_SHARE), frontendUs
 //    (the emulator's --frontend-us), measureFrom (requests before this
 //    index are not counted); policy(view, q) -> engine index, where q.client
-//    is the closed-loop client (0..C-1) that sends it
+//    is the closed-loop client (0..C-1) that sends it; rate (requests a
+//    second: open loop, Poisson arrivals drawn as kvbench --rate draws
+//    them for run 0, q.client then the arrival's index mod concurrency)
 function simulate(o, policy) {
   clock.reset();
   const root = noneHash(0);
@@ -99,7 +101,7 @@ function simulate(o, policy) {
   const records = [];
   let next = 0;
   const frontendMs = (o.frontendUs === undefined ? FRONTEND_US : o.frontendUs) / 1000;
-  const issue = (client) => {
+  const issue = (client, arrivedAt) => {
     if (next >= requests.length) return;
     const q = requests[next++];
     q.client = client;
@@ -108,7 +110,7 @@ function simulate(o, policy) {
     view.picks++;
     const overlap = view.overlap(e, q);
     const uncached = q.ids.length - overlap * BS;
-    const rec = { prefixId: q.prefixId, engine: e.index, sent: clock.now(), ttft: null, end: null,
+    const rec = { prefixId: q.prefixId, engine: e.index, sent: arrivedAt === undefined ? clock.now() : arrivedAt, ttft: null, end: null,
       cached: 0, waited: null, inflight: e.inflight, overlap,
       loads: engines.map((x) => x.inflight), pending: engines.map((x) => x.dyn.pendingPrefill),
       usage: Math.round(e.cache.usage() * 100) };
@@ -131,14 +133,24 @@ function simulate(o, policy) {
         e.inflightUncached -= uncached;
         removeActive(e.dyn, dq);
         rec.end = clock.now();
-        issue(client);
+        if (!o.rate) issue(client);
       },
     });
     req.blockHashes = q.hashes.slice();
     if (frontendMs > 0) setTimeout(() => e.sched.submit(req), frontendMs);
     else e.sched.submit(req);
   };
-  for (let c = 0; c < o.concurrency; c++) issue(c);
+  if (o.rate) {
+    const draw = rng(0xa771 + o.seed * 131);
+    let at = 0;
+    for (let i = 0; i < requests.length; i++) {
+      const t = at;
+      setTimeout(() => issue(i % o.concurrency, t), t);
+      at += -Math.log(1 - draw()) * 1000 / o.rate;
+    }
+  } else {
+    for (let c = 0; c < o.concurrency; c++) issue(c);
+  }
   clock.drain();
   if (o.trace) o.trace(records);
   const out = summary(records, o.measureFrom || 0, o);

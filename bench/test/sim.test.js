@@ -84,3 +84,23 @@ test('policy=ttft with speeds learned from the engines\' inter-token latency: mo
   assert.ok(learned.requests_per_s > 1.1 * blind.requests_per_s, JSON.stringify([blind, learned]));
   assert.ok(learned.ttft_p99_ms <= blind.ttft_p99_ms, JSON.stringify([blind, learned]));
 });
+
+test('open loop (--rate): arrivals do not wait for answers; past capacity the queue, not the rate, grows', () => {
+  const args = ['--workers', '2', '--prefixes', '4', '--concurrency', '4', '--requests', '400', '--seeds', '1',
+    '--measure-from', '50'];
+  // a closed loop of 4 clients sets its own pace; arrivals at 8 a second
+  // are well under what two engines serve: they finish at about that rate
+  const [closed] = sim(args.concat(['round_robin']));
+  const [light] = sim(args.concat(['--rate', '8', 'round_robin']));
+  assert.ok(Math.abs(light.requests_per_s - 8) < 1.2, JSON.stringify(light));
+  assert.ok(light.requests_per_s < closed.requests_per_s, JSON.stringify([light, closed]));
+  // far past what they serve, requests/s is the engines' and the wait for
+  // a first token, counted from arrival, grows with the queue
+  const [heavy] = sim(args.concat(['--rate', '400', 'round_robin']));
+  const [heavier] = sim(args.concat(['--rate', '800', 'round_robin']));
+  assert.ok(heavy.requests_per_s < 200 && heavier.requests_per_s < 1.2 * heavy.requests_per_s,
+    JSON.stringify([heavy, heavier]));
+  assert.ok(heavy.ttft_p50_ms > 10 * light.ttft_p50_ms, JSON.stringify([heavy, light]));
+  // the same arrivals every time
+  assert.deepEqual(sim(args.concat(['--rate', '8', 'round_robin'])), [light]);
+});
