@@ -136,17 +136,11 @@ async function runLoad(requests, o) {
 // clients.  A request's times count from its arrival, not from when the
 // generator got round to sending it.  Resolves as runLoad does.
 async function runOpenLoop(requests, o) {
-  const { rng } = require('./workload');
-  const draw = rng(o.arrivalSeed || 1);
+  const { poissonArrivals } = require('./workload');
   const agents = Array.from({ length: o.concurrency },
     () => new http.Agent({ keepAlive: true }));
   const records = new Array(requests.length);
-  const arrivals = [];
-  let at = 0;
-  for (let i = 0; i < requests.length; i++) {
-    arrivals.push(at);
-    at += -Math.log(1 - draw()) * 1000 / o.rate;
-  }
+  const arrivals = poissonArrivals(requests.length, o.rate, o.arrivalSeed || 1);
   const t0 = process.hrtime.bigint();
   const now = () => Number(process.hrtime.bigint() - t0) / 1e6;
   const pending = [];

@@ -6,7 +6,7 @@ const path = require('node:path');
 const { spawn } = require('node:child_process');
 const { routerTable } = require('./routers');
 const { startNginx } = require('./nginx');
-const { singleTokenWords, buildWorkload, PREFIX_TOKENS, TAIL_TOKENS } = require('./workload');
+const { singleTokenWords, buildWorkload, arrivalSeed, PREFIX_TOKENS, TAIL_TOKENS } = require('./workload');
 const { runLoad, runOpenLoop, sendOne } = require('./client');
 const http = require('node:http');
 const { summarise, summarisePhases } = require('./stats');
@@ -229,7 +229,7 @@ async function drive(o, wl, emu, ports, extra) {
     ports: extra.ports,
     frontend: splitter(o.split || 'alternate', extra.ports ? extra.ports.length : 1, o.seed, o.run || 0),
     rate: o.rate ? o.rate * (o.timeScale || 1) : 0,
-    arrivalSeed: 0xa771 + o.seed * 131 + (o.run || 0),
+    arrivalSeed: arrivalSeed(o.seed, o.run),
     onSend: (i) => {
       if (i === downAt) emu.command(`down ${down.engine} ${down.ms}`);
       if (i === gapAt) for (let e = 0; e < o.workers; e++) emu.command(`gap ${e} ${o.eventsGapBatches === undefined ? 1 : o.eventsGapBatches}`);

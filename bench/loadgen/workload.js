@@ -133,4 +133,20 @@ function buildWorkload(words, o) {
   return { prefixes, requests };
 }
 
-module.exports = { rng, singleTokenWords, buildWorkload, keyVariants, PREFIX_TOKENS, TAIL_TOKENS, tokenizerJsonPath };
+// Open-loop arrival times, ms from the first: Poisson at ratePerS, drawn
+// from seed (kvbench --rate and the simulator's --rate draw the same)
+function poissonArrivals(count, ratePerS, seed) {
+  const draw = rng(seed);
+  const at = [];
+  let t = 0;
+  for (let i = 0; i < count; i++) {
+    at.push(t);
+    t += -Math.log(1 - draw()) * 1000 / ratePerS;
+  }
+  return at;
+}
+
+// the arrivals' seed of a kvbench seed's run
+const arrivalSeed = (seed, run) => 0xa771 + seed * 131 + (run || 0);
+
+module.exports = { rng, poissonArrivals, arrivalSeed, singleTokenWords, buildWorkload, keyVariants, PREFIX_TOKENS, TAIL_TOKENS, tokenizerJsonPath };

@@ -9,7 +9,7 @@
 const clock = require('./clock');
 const { KvCache, noneHash, extendBlockHashes, hashKeyOf } = require('../emulator/kv_cache');
 const { Scheduler, Request } = require('../emulator/scheduler');
-const { rng, PREFIX_TOKENS, TAIL_TOKENS } = require('../loadgen/workload');
+const { rng, poissonArrivals, arrivalSeed, PREFIX_TOKENS, TAIL_TOKENS } = require('../loadgen/workload');
 const { Gpu } = require('../emulator/gpu');
 const { processClock } = require('../emulator/model_clock');
 const { placeEngines, gpuSpec, GPU_SHARE, FRONTEND_US } = require('../emulator/options');
@@ -141,13 +141,8 @@ function simulate(o, policy) {
     else e.sched.submit(req);
   };
   if (o.rate) {
-    const draw = rng(0xa771 + o.seed * 131);
-    let at = 0;
-    for (let i = 0; i < requests.length; i++) {
-      const t = at;
-      setTimeout(() => issue(i % o.concurrency, t), t);
-      at += -Math.log(1 - draw()) * 1000 / o.rate;
-    }
+    poissonArrivals(requests.length, o.rate, arrivalSeed(o.seed, 0))
+      .forEach((t, i) => setTimeout(() => issue(i % o.concurrency, t), t));
   } else {
     for (let c = 0; c < o.concurrency; c++) issue(c);
   }
