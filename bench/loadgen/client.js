@@ -68,6 +68,28 @@ function sendOne(agent, port, body, headers, onFirst) {
   });
 }
 
+// Request q through nginx (frontend fe of o.ports, or o.port), or through
+// a router of the load generator's own (o.route: it picks the engine and
+// is told of the first token and the end).  A router that can tell a dead
+// engine (onFail) routes again when the engine refused the connection or
+// cut it before the first token, once per engine at most, as nginx's
+// proxy_next_upstream does; rec.tries counts the tries.
+async function sendThrough(o, agent, q, body, headers, fe) {
+  if (!o.route) return sendOne(agent, o.frontend ? o.ports[fe] : o.port, body, headers, null);
+  let rec;
+  const tries = o.enginePorts.length;
+  for (let t = 1; t <= tries; t++) {
+    const routed = o.route(q);
+    rec = await sendOne(agent, o.enginePorts[routed.engine], body, headers, routed.onFirstToken);
+    routed.onFinish();
+    rec.tries = t;
+    const unreached = !rec.ok && rec.status === 0 && rec.ttftMs === null;
+    if (!unreached || !routed.onFail) break;
+    routed.onFail();
+  }
+  return rec;
+}
+
 // The body of request q: streamed, usage included; its type's adapter
 // (model) and cache_salt when the workload has keys (workload.js).
 function requestBody(q, o) {
@@ -108,13 +130,9 @@ async function runLoad(requests, o) {
       const sentMs = Number(process.hrtime.bigint() - t0) / 1e6;
       // a router in the load generator itself (o.route: the bench's Dynamo)
       // picks the engine and is told of the first token and the end
-      const routed = o.route ? o.route(q) : null;
       const fe = o.frontend ? o.frontend(i, client) : 0;
-      const port = routed ? o.enginePorts[routed.engine] : (o.frontend ? o.ports[fe] : o.port);
-      const rec = await sendOne(agent, port, body,
-        Object.assign({ 'x-kvbench-prefix': String(q.prefixId) }, headers),
-        routed ? routed.onFirstToken : null);
-      if (routed) routed.onFinish();
+      const rec = await sendThrough(o, agent, q, body,
+        Object.assign({ 'x-kvbench-prefix': String(q.prefixId) }, headers), fe);
       rec.sentMs = sentMs;
       rec.prefixId = q.prefixId;
       rec.frontend = fe;
@@ -152,14 +170,10 @@ async function runOpenLoop(requests, o) {
     const body = requestBody(q, o);
     if (o.onSend) o.onSend(i);
     const late = Math.max(0, now() - arrivals[i]);
-    const routed = o.route ? o.route(q) : null;
     const fe = o.frontend ? o.frontend(i, client) : 0;
-    const port = routed ? o.enginePorts[routed.engine] : (o.frontend ? o.ports[fe] : o.port);
-    pending.push(sendOne(agents[client], port, body,
+    pending.push(sendThrough(o, agents[client], q, body,
       { 'x-kvbench-prefix': String(q.prefixId),
-        'x-kvbench-client': o.clientIds ? o.clientIds[client] : String(client) },
-      routed ? routed.onFirstToken : null).then((rec) => {
-      if (routed) routed.onFinish();
+        'x-kvbench-client': o.clientIds ? o.clientIds[client] : String(client) }, fe).then((rec) => {
       if (rec.ttftMs !== null) rec.ttftMs += late;
       if (rec.totalMs !== null) rec.totalMs += late;
       rec.sentMs = arrivals[i];

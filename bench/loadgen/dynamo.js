@@ -49,12 +49,15 @@ function mix(a, b) {
   return (z ^ (z >>> 12)) >>> 0;
 }
 
-// argmin over workers; overlapOf(w) -> blocks
-function pickDynamo(workers, q, overlapOf, bs, picks) {
+// argmin over workers; overlapOf(w) -> blocks; usable(w) (optional) says
+// which workers may be chosen (all when none may)
+function pickDynamo(workers, q, overlapOf, bs, picks, usable) {
   let best = 0;
   let bestCost = Infinity;
   let bestTie = 0;
+  const some = usable && workers.some(usable);
   for (const w of workers) {
+    if (some && !usable(w)) continue;
     const cost = dynamoCost(w, q, overlapOf(w), bs);
     const tie = mix(w.index, picks);
     if (cost < bestCost || (cost === bestCost && tie < bestTie)) {
@@ -184,6 +187,12 @@ class DynamoRouter {
     this.index = new EventIndex(o);
     this.workers = o.eventsPorts.map((_, i) => new Worker(i));
     this.picks = 0;
+    // A worker that refused a connection is left out for failTimeoutMs
+    // (real time) and its blocks leave the index, as Dynamo drops an
+    // instance that discovery lost; its events refill the index when it is
+    // back.  The same 2 s as the nginx side's fail_timeout (nginx.js).
+    this.failTimeoutMs = o.failTimeoutMs || 2000;
+    this.downUntil = this.workers.map(() => 0);
   }
 
   start() { return this.index.start(); }
@@ -195,7 +204,9 @@ class DynamoRouter {
     const ids = q.ids;
     const { digests, overlaps } = this.index.lookup(ids);
     const req = { tokens: ids.length, blockKeys: digests.map(hashKeyOf) };
-    const best = pickDynamo(this.workers, req, (w) => overlaps[w.index], this.bs, this.picks++);
+    const now = Date.now();
+    const best = pickDynamo(this.workers, req, (w) => overlaps[w.index], this.bs, this.picks++,
+      (w) => this.downUntil[w.index] <= now);
     const w = this.workers[best];
     const uncached = Math.max(0, ids.length - overlaps[best] * this.bs);
     addActive(w, req, uncached);
@@ -209,6 +220,12 @@ class DynamoRouter {
       onFinish: () => {
         if (!prefilled) { prefilled = true; firstToken(w, uncached); }
         removeActive(w, req);
+      },
+      // the engine could not be reached: the client routes the request
+      // again (it calls onFinish for this try first)
+      onFail: () => {
+        this.downUntil[best] = Date.now() + this.failTimeoutMs;
+        this.index.held[best].clear();
       },
     };
   }

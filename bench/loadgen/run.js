@@ -9,7 +9,7 @@ const { startNginx } = require('./nginx');
 const { singleTokenWords, buildWorkload, arrivalSeed, PREFIX_TOKENS, TAIL_TOKENS } = require('./workload');
 const { runLoad, runOpenLoop, sendOne } = require('./client');
 const http = require('node:http');
-const { summarise, summarisePhases } = require('./stats');
+const { summarise, summarisePhases, summariseBurst } = require('./stats');
 
 const EMULATOR = path.join(__dirname, '..', 'emulator', 'main.js');
 
@@ -70,7 +70,7 @@ async function runPoint(o, words) {
   const router = table[o.router];
   if (!router) throw new Error(`unknown router ${o.router}; known: ${Object.keys(table).join(', ')}`);
   const wl = buildWorkload(words, { seed: o.seed, prefixes: o.prefixes, requests: o.requests,
-    zipf: o.zipf || 0, turns: o.turns || 1, keys: o.keys || null });
+    zipf: o.zipf || 0, turns: o.turns || 1, keys: o.keys || null, burst: o.burst || null });
   const emuArgs = ['--engines', String(o.workers), '--base-port', String(o.basePort),
     '--capacity-blocks', String(o.capacityBlocks), '--block-size', String(o.blockSize),
     '--time-scale', String(o.timeScale), '--events-base-port', String(o.eventsBasePort),
@@ -264,6 +264,12 @@ async function drive(o, wl, emu, ports, extra) {
     }
     res.engine_down = { engine: down.engine, down_at_ms: Math.round(downMs), up_at_ms: Math.round(upMs),
       phases: summarisePhases(records, downMs, upMs, `engine-${down.engine}`) };
+  }
+  // the load generator's own routers try another engine when one is away
+  if (extra.route) res.retried = records.filter((r) => r && r.tries > 1).length;
+  if (o.burst) {
+    const from = Math.floor(o.burst.at * wl.requests.length);
+    res.burst = Object.assign({ from, count: o.burst.count }, summariseBurst(records, from, from + o.burst.count));
   }
   if (gapAt >= 0) {
     const gapMs = emu.changes.filter((c) => c.state === 'gap').map((c) => rel(c.at))[0];

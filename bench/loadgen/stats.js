@@ -152,4 +152,32 @@ function summarisePhases(records, downMs, upMs, engine) {
   return out;
 }
 
-module.exports = { percentile, upperBound, summarise, summarisePhases, steadyState, beliefs, perFrontend };
+// A run with a burst of a new prefix (--burst): the requests before it,
+// the burst's own (requests from..to-1, all of the new type), and those
+// after, by send order; and which engines served the burst.
+function summariseBurst(records, from, to) {
+  const out = {};
+  for (const [name, within] of [['before', (i) => i < from], ['burst', (i) => i >= from && i < to],
+    ['after', (i) => i >= to]]) {
+    const rs = records.filter((r, i) => r && within(i));
+    const ok = rs.filter((r) => r.ok);
+    const prompt = ok.reduce((a, r) => a + r.promptTokens, 0);
+    out[name] = {
+      requests: rs.length,
+      errors: rs.length - ok.length,
+      request_hit_rate: round(ok.length ? ok.filter((r) => r.cachedTokens > 0).length / ok.length : null, 4),
+      cached_token_ratio: round(prompt ? ok.reduce((a, r) => a + r.cachedTokens, 0) / prompt : null, 4),
+      ttft_p50_ms: round(percentile(ok.map((r) => r.ttftMs), 50), 1),
+      ttft_p99_ms: round(percentile(ok.map((r) => r.ttftMs), 99), 1),
+    };
+  }
+  const served = {};
+  for (let i = from; i < to && i < records.length; i++) {
+    const r = records[i];
+    if (r && r.ok) served[r.engine] = (served[r.engine] || 0) + 1;
+  }
+  out.burst.served_by = served;
+  return out;
+}
+
+module.exports = { percentile, upperBound, summarise, summarisePhases, summariseBurst, steadyState, beliefs, perFrontend };

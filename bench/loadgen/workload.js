@@ -112,11 +112,29 @@ function buildWorkload(words, o) {
   // turns > 1: each prefix type is a conversation whose next request
   // carries everything sent before (its earlier tails) plus a new tail,
   // for `turns` requests; then it starts again from its prefix
+  // burst: from the share o.burst.at of the requests, o.burst.count
+  // requests in a row all carry a prefix no earlier request had (type
+  // o.prefixes, drawn from its own seed, so the rest of the workload is
+  // the same as without the burst): a new system prompt going live
+  const burstFrom = o.burst ? Math.floor(o.burst.at * o.requests) : -1;
+  const burstTo = o.burst ? burstFrom + o.burst.count : -1;
+  if (o.burst) {
+    const own = rng(0xb0257 + o.seed);
+    const ids = new Array(prefixTokens);
+    let text = '';
+    for (let i = 0; i < prefixTokens; i++) {
+      const w = words[Math.floor(own() * words.length)];
+      ids[i] = w.id;
+      text += w.text;
+    }
+    prefixes.push({ ids, text });
+  }
   const turns = o.turns || 1;
   const history = prefixes.map((p) => ({ ids: p.ids, text: p.text, turn: 0 }));
   const requests = [];
   for (let i = 0; i < o.requests; i++) {
-    const prefixId = pick(r());
+    const drawn = pick(r());
+    const prefixId = i >= burstFrom && i < burstTo ? o.prefixes : drawn;
     const tail = draw(tailTokens);
     const h = history[prefixId];
     const q = { prefixId, ids: h.ids.concat(tail.ids), text: h.text + tail.text };

@@ -34,3 +34,11 @@ test('the lowest cost wins: overlap against load', () => {
   addActive(ws[0], q(480, Array.from({ length: 30 }, (_, i) => `x${i}`)), 0);
   assert.equal(pickDynamo(ws, r, (w) => (w.index === 0 ? 8 : 0), 16, 0), 1);
 });
+
+test('a worker that may not be chosen is passed over, unless none may', () => {
+  const ws = [new Worker(0), new Worker(1)];
+  const r = q(160, Array.from({ length: 10 }, (_, i) => `k${i}`));
+  const holder0 = (w) => (w.index === 0 ? 8 : 0);
+  assert.equal(pickDynamo(ws, r, holder0, 16, 0, (w) => w.index !== 0), 1);
+  assert.equal(pickDynamo(ws, r, holder0, 16, 0, () => false), 0);
+});

@@ -62,3 +62,37 @@ test('down: nothing listens, requests in flight are cut; up: an empty cache; the
     assert.equal(await emu.stop(), 0);
   }
 });
+
+test('the bench\'s Dynamo routes again when its engine is away, and leaves it out for a while', async () => {
+  const { DynamoRouter } = require('../loadgen/dynamo');
+  const { runLoad } = require('../loadgen/client');
+  const emu = await startEmulator(['--time-scale', '1', '--capacity-blocks', '400', '--kv-events', 'zmq'], 2);
+  const router = new DynamoRouter({ eventsPorts: [emu.eventsPort, emu.eventsPort + 1], blockSize: 16,
+    hashSeed: '0', failTimeoutMs: 3000 });
+  try {
+    await router.start();
+    const enginePorts = [emu.basePort, emu.basePort + 1];
+    const ids = Array.from({ length: 600 }, (_, i) => 2000 + i);
+    const q = { prefixId: 0, ids, text: '' };
+    const o = { concurrency: 1, maxTokens: 2, promptForm: 'tokens', model: 'Qwen/Qwen3-0.6B', enginePorts,
+      route: (x) => router.route(x) };
+    // the prefix lands on one engine; its events make it that engine's
+    const first = (await runLoad([q], o)).records[0];
+    assert.ok(first.ok, first.error);
+    const home = Number(/\d+$/.exec(first.engine)[0]);
+    const other = 1 - home;
+    assert.ok(await until(() => router.index.lookup(ids).overlaps[home] > 0, 2000), 'events seen');
+    emu.command(`down ${home} 10000`);
+    assert.ok(await until(() => emu.stdout().includes(`engine ${home} down`), 2000));
+    const moved = (await runLoad([q, q], o)).records;
+    assert.ok(moved[0].ok, moved[0].error);
+    assert.equal(moved[0].engine, `engine-${other}`);
+    assert.equal(moved[0].tries, 2, 'refused, then the other engine');
+    assert.equal(router.index.lookup(ids).overlaps[home], 0, 'the away engine\'s blocks left the index');
+    assert.equal(moved[1].tries, 1, 'left out while away: no second refusal');
+    assert.equal(moved[1].engine, `engine-${other}`);
+  } finally {
+    await router.stop();
+    assert.equal(await emu.stop(), 0);
+  }
+});

@@ -8,7 +8,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { execFile } = require('node:child_process');
 const { buildWorkload, singleTokenWords, rng } = require('../loadgen/workload');
-const { percentile, upperBound, summarisePhases, beliefs, perFrontend } = require('../loadgen/stats');
+const { percentile, upperBound, summarisePhases, summariseBurst, beliefs, perFrontend } = require('../loadgen/stats');
 const { staleServers, splitter } = require('../loadgen/run');
 const { routerTable } = require('../loadgen/routers');
 const { nginxConf } = require('../loadgen/nginx');
@@ -91,6 +91,26 @@ test('workload: --keys salt,lora=2: types share tokens, kept apart by adapter an
   }
   const share = keyed.requests.filter((q) => q.salt).length / keyed.requests.length;
   assert.ok(share > 0.4 && share < 0.6, `salted share ${share}`);
+});
+
+test('workload: --burst F:N puts a new prefix on N requests in a row, the rest unchanged', () => {
+  const plain = buildWorkload(words, { seed: 4, prefixes: 6, requests: 100 });
+  const b = buildWorkload(words, { seed: 4, prefixes: 6, requests: 100, burst: { at: 0.3, count: 20 } });
+  assert.equal(b.prefixes.length, 7);
+  const fresh = b.prefixes[6].ids.join(',');
+  for (let p = 0; p < 6; p++) assert.notEqual(b.prefixes[p].ids.join(','), fresh, 'a prefix no type had');
+  b.requests.forEach((q, i) => {
+    const inBurst = i >= 30 && i < 50;
+    assert.equal(q.prefixId === 6, inBurst, `request ${i}`);
+    if (inBurst) assert.equal(q.ids.slice(0, 2032).join(','), fresh);
+    else assert.deepEqual(q.ids, plain.requests[i].ids, `request ${i} as without the burst`);
+  });
+  const rec = (engine, cached) => ({ ok: true, engine, cachedTokens: cached, promptTokens: 100, ttftMs: 10 });
+  const records = [rec('engine-0', 0), rec('engine-1', 100), rec('engine-1', 50), rec('engine-2', 0), rec('engine-0', 0)];
+  const s = summariseBurst(records, 1, 4);
+  assert.deepEqual([s.before.requests, s.burst.requests, s.after.requests], [1, 3, 1]);
+  assert.deepEqual(s.burst.served_by, { 'engine-1': 2, 'engine-2': 1 });
+  assert.equal(s.burst.cached_token_ratio, 0.5);
 });
 
 test('workload: prefix types are drawn evenly', () => {
