@@ -70,6 +70,9 @@ function routerTable(top, build, opts = {}) {
     // from the inter-token latency (metrics_speed, on with metrics=on)
     'kvroute-kv-metrics': kv(`${events} metrics=on metrics_speed=on`, ['--kv-events', 'zmq']),
     'kvroute-kv-metrics-nospeed': kv(`${events} metrics=on`, ['--kv-events', 'zmq']),
+    // kv mode with a miss on a full cache weighed as 4 prompts instead of
+    // 2 (ttft_evict): keeps prefixes home longer under a queue (§2.23)
+    'kvroute-kv-evict4': kv(`${events} ttft_evict=4`, ['--kv-events', 'zmq']),
     // policy=ttft (prefill ahead, load, KV room), in both modes
     'kvroute-kv-ttft': kv(`${events} policy=ttft`, ['--kv-events', 'zmq']),
     'kvroute-approx-ttft': kv('mode=approx policy=ttft'),
