@@ -10,7 +10,16 @@
 //   bench/sweep.js --routers dynamo,kvroute-kv --workers 6 --prefixes 24 \
 //       --rates 4,6,8,10,12 [--runs 3] [--requests 720] [--skip 96]
 //       [--time-scale 1] [--limit-ms 1000] [--out bench/results/goodput-6w24]
-//       [--resume] [-- extra kvbench arguments]
+//       [--resume] [--pool a.jsonl,b.jsonl] [--table-only]
+//       [-- extra kvbench arguments]
+//
+// --pool adds the points of other sweeps' rows (the same workers and
+// types): a point run in several sweeps then shows the median over all
+// their runs.  --table-only runs nothing and writes OUT.md/.png from the
+// rows.  Besides the goodput read off the grid, the table gives where the
+// p99 crosses the limit, interpolated between the last rate that held and
+// the first that broke it: the grid's step bounds the goodput from below,
+// the crossing estimates it.
 
 const fs = require('node:fs');
 const path = require('node:path');
@@ -32,6 +41,8 @@ const SPEC = {
   'limit-ms': { type: 'string', default: '1000' },
   out: { type: 'string', default: path.join(BENCH, 'results', 'goodput') },
   resume: { type: 'boolean', default: false },
+  pool: { type: 'string', default: '' },
+  'table-only': { type: 'boolean', default: false },
 };
 
 // The highest offered rate whose p99 held, counting only rates below the
@@ -44,6 +55,62 @@ function goodput(points, limitMs) {
     best = p.rate;
   }
   return best;
+}
+
+// Where the p99 crosses limitMs: linear between the last rate that held
+// (below the first that broke) and that first broken rate; null when no
+// rate held or none broke.
+function crossing(points, limitMs) {
+  const sorted = points.filter((p) => p.ttft_p99_ms !== null && p.ttft_p99_ms !== undefined)
+    .sort((a, b) => a.rate - b.rate);
+  let held = null;
+  for (const p of sorted) {
+    if (p.ttft_p99_ms > limitMs) {
+      if (!held) return null;
+      const f = (limitMs - held.ttft_p99_ms) / (p.ttft_p99_ms - held.ttft_p99_ms);
+      return Math.round((held.rate + f * (p.rate - held.rate)) * 10) / 10;
+    }
+    held = p;
+  }
+  return null;
+}
+
+// One point a (router, rate) from rows of one or several sweeps: each
+// figure the median over every run of every row (kvbench's each_run, or
+// the row itself when it ran once).
+function poolPoints(rows) {
+  const median = (xs) => {
+    const v = xs.filter((x) => typeof x === 'number').sort((a, b) => a - b);
+    if (!v.length) return null;
+    const m = v.length >> 1;
+    return v.length % 2 ? v[m] : Math.round((v[m - 1] + v[m]) / 2 * 10) / 10;
+  };
+  const groups = new Map();
+  for (const r of rows) {
+    const key = `${r.router}\u0000${r.rate}`;
+    if (!groups.has(key)) groups.set(key, []);
+    groups.get(key).push(r);
+  }
+  const out = [];
+  for (const group of groups.values()) {
+    if (group.length === 1) {
+      out.push(group[0]);
+      continue;
+    }
+    const runs = [];
+    for (const r of group) {
+      const each = r.result && r.result.each_run;
+      if (each && each.length) runs.push(...each);
+      else runs.push(r.result || { steady: r, emulator: { clock_ok: r.clock_ok } });
+    }
+    const st = (k) => median(runs.map((x) => (x.steady || {})[k]));
+    out.push({ router: group[0].router, rate: group[0].rate, workers: group[0].workers,
+      prefixes: group[0].prefixes, ttft_p50_ms: st('ttft_p50_ms'), ttft_p99_ms: st('ttft_p99_ms'),
+      requests_per_s: st('requests_per_s'), cached_token_ratio: st('cached_token_ratio'),
+      request_hit_rate: st('request_hit_rate'), runs: runs.length,
+      clock_ok: runs.every((x) => !x.emulator || x.emulator.clock_ok !== false) });
+  }
+  return out;
 }
 
 function kvbench(args) {
@@ -66,21 +133,27 @@ function writeOutputs(o, rows) {
   const rates = Array.from(new Set(rows.map((r) => r.rate))).sort((a, b) => a - b);
   const md = [`# Open-loop goodput, ${o.workers} workers, ${o.prefixes} prefix types`, '',
     `Poisson arrivals, ${o.requests} requests a run, the first ${o.skip} not counted, ` +
-    `median of ${o.runs} runs, time scale ${o.timeScale}. A cell: steady-state TTFT p99 ms / ` +
-    `requests/s finished. Goodput: the highest rate whose p99 stays at or under ${o.limitMs} ms.`,
+    `median of ${o.runs} runs (of every run, where a point ran in several sweeps: the cell says how many), ` +
+    `time scale ${o.timeScale}. A cell: steady-state TTFT p99 ms / ` +
+    `requests/s finished. Goodput: the highest rate whose p99 stays at or under ${o.limitMs} ms, ` +
+    `below the first rate that broke it; "crossed at": where the p99 passes ${o.limitMs} ms, ` +
+    `interpolated between those two rates.`,
     '', `Reproduce: \`bench/sweep.js --routers ${Array.from(byRouter.keys()).join(',')} ` +
     `--workers ${o.workers} --prefixes ${o.prefixes} --rates ${rates.join(',')} --runs ${o.runs} ` +
     `--time-scale ${o.timeScale}\``, '',
-    `| router | ${rates.map((x) => `${x}/s`).join(' | ')} | goodput |`,
-    `|---|${rates.map(() => '---').join('|')}|---|`];
+    `| router | ${rates.map((x) => `${x}/s`).join(' | ')} | goodput | ${o.limitMs} ms crossed at |`,
+    `|---|${rates.map(() => '---').join('|')}|---|---|`];
   const gp = {};
   for (const [router, pts] of byRouter) {
     const cells = rates.map((rate) => {
       const p = pts.find((x) => x.rate === rate);
-      return p ? `${p.ttft_p99_ms} / ${p.requests_per_s}${p.clock_ok ? '' : ' (late clock)'}` : '';
+      return p ? `${p.ttft_p99_ms} / ${p.requests_per_s}${p.runs ? ` (${p.runs} runs)` : ''}` +
+        `${p.clock_ok ? '' : ' (late clock)'}` : '';
     });
     gp[router] = goodput(pts, o.limitMs);
-    md.push(`| ${router} | ${cells.join(' | ')} | ${gp[router] === null ? 'below ' + rates[0] : gp[router] + '/s'} |`);
+    const cross = crossing(pts, o.limitMs);
+    md.push(`| ${router} | ${cells.join(' | ')} | ${gp[router] === null ? 'below ' + rates[0] : gp[router] + '/s'} | ` +
+      `${cross === null ? '' : cross + '/s'} |`);
   }
   fs.writeFileSync(`${o.out}.md`, md.join('\n') + '\n');
   // plot: p99 against the offered rate, one line a router, the limit dashed
@@ -121,8 +194,8 @@ function main() {
   const jsonl = `${o.out}.jsonl`;
   const rows = v.resume && fs.existsSync(jsonl)
     ? fs.readFileSync(jsonl, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
-  if (!v.resume) fs.writeFileSync(jsonl, '');
-  for (const rate of o.rates) {
+  if (!v.resume && !v['table-only']) fs.writeFileSync(jsonl, '');
+  for (const rate of v['table-only'] ? [] : o.rates) {
     for (const router of o.routers) {
       if (rows.some((r) => r.router === router && r.rate === rate)) continue;
       const res = kvbench(['--router', router, '--workers', String(o.workers), '--prefixes', String(o.prefixes),
@@ -139,7 +212,9 @@ function main() {
         `${row.requests_per_s} requests/s, ctr ${row.cached_token_ratio}\n`);
     }
   }
-  const gp = writeOutputs(o, rows);
+  const pooled = v.pool ? v.pool.split(',').flatMap((f) => fs.readFileSync(f, 'utf8').split('\n')
+    .filter(Boolean).map((l) => JSON.parse(l))).filter((r) => r.workers === o.workers && r.prefixes === o.prefixes) : [];
+  const gp = writeOutputs(o, poolPoints(rows.concat(pooled)));
   for (const [router, g] of Object.entries(gp)) process.stdout.write(`${router}: goodput ${g === null ? 'none' : g + '/s'}\n`);
   return 0;
 }
@@ -153,4 +228,4 @@ if (require.main === module) {
   }
 }
 
-module.exports = { goodput };
+module.exports = { goodput, crossing, poolPoints };

@@ -7,7 +7,7 @@ const assert = require('node:assert/strict');
 const http = require('node:http');
 const { runOpenLoop } = require('../loadgen/client');
 const { steadyState } = require('../loadgen/stats');
-const { goodput } = require('../sweep');
+const { goodput, crossing, poolPoints } = require('../sweep');
 
 // an engine stand-in: answers every completion after `ms`, one usage chunk
 function slowServer(ms) {
@@ -63,4 +63,27 @@ test('goodput: the highest rate below the first whose p99 broke the limit', () =
   assert.equal(goodput(pts, 1000), 8);
   assert.equal(goodput(pts, 200), null);
   assert.equal(goodput(pts.slice(0, 2), 1000), 8);
+});
+
+test('crossing: where the p99 passes the limit, between the last rate that held and the first that broke', () => {
+  const pts = [{ rate: 4, ttft_p99_ms: 300 }, { rate: 8, ttft_p99_ms: 900 }, { rate: 10, ttft_p99_ms: 1400 },
+    { rate: 12, ttft_p99_ms: 800 }];
+  assert.equal(crossing(pts, 1000), 8.4);
+  assert.equal(crossing(pts, 200), null, 'none held');
+  assert.equal(crossing(pts.slice(0, 2), 1000), null, 'none broke');
+});
+
+test('poolPoints: a point run in two sweeps is the median over all their runs', () => {
+  const run = (p99, rps) => ({ steady: { ttft_p99_ms: p99, requests_per_s: rps }, emulator: { clock_ok: true } });
+  const rows = [
+    { router: 'a', rate: 10, workers: 6, prefixes: 24, ttft_p99_ms: 500, result: { each_run: [run(400, 9), run(500, 10), run(900, 11)] } },
+    { router: 'a', rate: 10, workers: 6, prefixes: 24, ttft_p99_ms: 700, result: { each_run: [run(700, 8), run(1200, 12), run(600, 10)] } },
+    { router: 'a', rate: 12, workers: 6, prefixes: 24, ttft_p99_ms: 1500, result: {} },
+  ];
+  const pts = poolPoints(rows);
+  const p10 = pts.find((p) => p.rate === 10);
+  assert.equal(p10.runs, 6);
+  assert.equal(p10.ttft_p99_ms, 650);
+  assert.equal(p10.requests_per_s, 10);
+  assert.equal(pts.find((p) => p.rate === 12).ttft_p99_ms, 1500, 'a point of one row stays as it was');
 });
