@@ -192,7 +192,7 @@ function main() {
   if (o.rates.some((x) => !(x > 0))) throw new Error('--rates: positive numbers');
   fs.mkdirSync(path.dirname(o.out), { recursive: true });
   const jsonl = `${o.out}.jsonl`;
-  const rows = v.resume && fs.existsSync(jsonl)
+  const rows = (v.resume || v['table-only']) && fs.existsSync(jsonl)
     ? fs.readFileSync(jsonl, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
   if (!v.resume && !v['table-only']) fs.writeFileSync(jsonl, '');
   for (const rate of v['table-only'] ? [] : o.rates) {
