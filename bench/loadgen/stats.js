@@ -137,19 +137,24 @@ function summarisePhases(records, downMs, upMs, engine) {
   const out = {};
   for (const [name, within] of phases) {
     const rs = records.filter((r) => within(r.sentMs));
-    const ok = rs.filter((r) => r.ok);
-    const prompt = ok.reduce((a, r) => a + r.promptTokens, 0);
-    out[name] = {
-      requests: rs.length,
-      errors: rs.length - ok.length,
-      request_hit_rate: round(ok.length ? ok.filter((r) => r.cachedTokens > 0).length / ok.length : null, 4),
-      cached_token_ratio: round(prompt ? ok.reduce((a, r) => a + r.cachedTokens, 0) / prompt : null, 4),
-      ttft_p50_ms: round(percentile(ok.map((r) => r.ttftMs), 50), 1),
-      ttft_p99_ms: round(percentile(ok.map((r) => r.ttftMs), 99), 1),
-      to_engine: ok.filter((r) => r.engine === engine).length,
-    };
+    out[name] = Object.assign(phaseFigures(rs),
+      { to_engine: rs.filter((r) => r.ok && r.engine === engine).length });
   }
   return out;
+}
+
+// The figures of one phase of a run: its requests (rs), failed or not.
+function phaseFigures(rs) {
+  const ok = rs.filter((r) => r.ok);
+  const prompt = ok.reduce((a, r) => a + r.promptTokens, 0);
+  return {
+    requests: rs.length,
+    errors: rs.length - ok.length,
+    request_hit_rate: round(ok.length ? ok.filter((r) => r.cachedTokens > 0).length / ok.length : null, 4),
+    cached_token_ratio: round(prompt ? ok.reduce((a, r) => a + r.cachedTokens, 0) / prompt : null, 4),
+    ttft_p50_ms: round(percentile(ok.map((r) => r.ttftMs), 50), 1),
+    ttft_p99_ms: round(percentile(ok.map((r) => r.ttftMs), 99), 1),
+  };
 }
 
 // A run with a burst of a new prefix (--burst): the requests before it,
@@ -159,17 +164,7 @@ function summariseBurst(records, from, to) {
   const out = {};
   for (const [name, within] of [['before', (i) => i < from], ['burst', (i) => i >= from && i < to],
     ['after', (i) => i >= to]]) {
-    const rs = records.filter((r, i) => r && within(i));
-    const ok = rs.filter((r) => r.ok);
-    const prompt = ok.reduce((a, r) => a + r.promptTokens, 0);
-    out[name] = {
-      requests: rs.length,
-      errors: rs.length - ok.length,
-      request_hit_rate: round(ok.length ? ok.filter((r) => r.cachedTokens > 0).length / ok.length : null, 4),
-      cached_token_ratio: round(prompt ? ok.reduce((a, r) => a + r.cachedTokens, 0) / prompt : null, 4),
-      ttft_p50_ms: round(percentile(ok.map((r) => r.ttftMs), 50), 1),
-      ttft_p99_ms: round(percentile(ok.map((r) => r.ttftMs), 99), 1),
-    };
+    out[name] = phaseFigures(records.filter((r, i) => r && within(i)));
   }
   const served = {};
   for (let i = from; i < to && i < records.length; i++) {

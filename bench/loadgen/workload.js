@@ -77,16 +77,18 @@ function buildWorkload(words, o) {
   const prefixTokens = o.prefixTokens || PREFIX_TOKENS;
   const tailTokens = o.tailTokens === undefined ? TAIL_TOKENS : o.tailTokens;
   const r = rng(o.seed);
-  const draw = (n) => {
+  // n words drawn with rand (r, or a draw of its own)
+  const drawWith = (rand, n) => {
     const ids = new Array(n);
     let text = '';
     for (let i = 0; i < n; i++) {
-      const w = words[Math.floor(r() * words.length)];
+      const w = words[Math.floor(rand() * words.length)];
       ids[i] = w.id;
       text += w.text;
     }
     return { ids, text };
   };
+  const draw = (n) => drawWith(r, n);
   const prefixes = [];
   for (let p = 0; p < o.prefixes; p++) prefixes.push(draw(prefixTokens));
   const variants = keyVariants(o.keys, o.prefixes);
@@ -109,26 +111,16 @@ function buildWorkload(words, o) {
     while (k < o.prefixes - 1 && u >= cumulative[k]) k++;
     return k;
   };
-  // turns > 1: each prefix type is a conversation whose next request
-  // carries everything sent before (its earlier tails) plus a new tail,
-  // for `turns` requests; then it starts again from its prefix
   // burst: from the share o.burst.at of the requests, o.burst.count
   // requests in a row all carry a prefix no earlier request had (type
   // o.prefixes, drawn from its own seed, so the rest of the workload is
   // the same as without the burst): a new system prompt going live
   const burstFrom = o.burst ? Math.floor(o.burst.at * o.requests) : -1;
   const burstTo = o.burst ? burstFrom + o.burst.count : -1;
-  if (o.burst) {
-    const own = rng(0xb0257 + o.seed);
-    const ids = new Array(prefixTokens);
-    let text = '';
-    for (let i = 0; i < prefixTokens; i++) {
-      const w = words[Math.floor(own() * words.length)];
-      ids[i] = w.id;
-      text += w.text;
-    }
-    prefixes.push({ ids, text });
-  }
+  if (o.burst) prefixes.push(drawWith(rng(0xb0257 + o.seed), prefixTokens));
+  // turns > 1: each prefix type is a conversation whose next request
+  // carries everything sent before (its earlier tails) plus a new tail,
+  // for `turns` requests; then it starts again from its prefix
   const turns = o.turns || 1;
   const history = prefixes.map((p) => ({ ids: p.ids, text: p.text, turn: 0 }));
   const requests = [];
