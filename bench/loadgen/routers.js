@@ -70,6 +70,10 @@ function routerTable(top, build, opts = {}) {
     // from the inter-token latency (metrics_speed, on with metrics=on)
     'kvroute-kv-metrics': kv(`${events} metrics=on metrics_speed=on`, ['--kv-events', 'zmq']),
     'kvroute-kv-metrics-nospeed': kv(`${events} metrics=on`, ['--kv-events', 'zmq']),
+    // the speeds with a request in flight weighed as 600 prompt tokens of
+    // prefill instead of 1,200 (ttft_decode): the policy simulator's best
+    // on the seed grid with speeds (BENCHMARKS §2.26)
+    'kvroute-kv-speed600': kv(`${events} metrics=on metrics_speed=on ttft_decode=600`, ['--kv-events', 'zmq']),
     // kv mode with a miss on a full cache weighed as 4 prompts instead of
     // 2 (ttft_evict): keeps prefixes home longer under a queue (§2.23)
     'kvroute-kv-evict4': kv(`${events} ttft_evict=4`, ['--kv-events', 'zmq']),
