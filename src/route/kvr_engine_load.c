@@ -42,7 +42,7 @@ void
 kvr_engine_load_apply(kvr_candidate_t *cand, const kvr_engine_load_t *el,
     uint32_t tokens)
 {
-    uint64_t  engine, others, others_waiting, per, used, since;
+    uint64_t  engine, others, others_waiting, per, used, others_pinned;
 
     engine = (uint64_t) el->running + el->waiting;
     others = engine > el->own_requests ? engine - el->own_requests : 0;
@@ -61,8 +61,11 @@ kvr_engine_load_apply(kvr_candidate_t *cand, const kvr_engine_load_t *el,
     }
 
     /*
-     * pinned: the engine's blocks in use at the scrape plus what this
-     * frontend pinned since, or its own count if that is more
+     * pinned: this frontend's own pins now plus the others' at the scrape
+     * (the engine's blocks in use then less this frontend's then).  Own
+     * requests that ended since the scrape no longer count: taken as the
+     * engine's stale usage they made a free engine look full, and the
+     * room test sent its prefix's requests elsewhere as misses.
      */
 
     if (el->usage == KVR_ENGINE_NO_USAGE || cand->capacity == 0) {
@@ -70,11 +73,9 @@ kvr_engine_load_apply(kvr_candidate_t *cand, const kvr_engine_load_t *el,
     }
 
     used = cand->capacity * (el->usage > 1000 ? 1000 : el->usage) / 1000;
-    since = cand->pinned > el->own_pinned ? cand->pinned - el->own_pinned : 0;
+    others_pinned = used > el->own_pinned ? used - el->own_pinned : 0;
 
-    if (used + since > cand->pinned) {
-        cand->pinned = used + since;
-    }
+    cand->pinned += others_pinned;
 
     if (others && cand->pinned_own < cand->overlap) {
         cand->pinned_own += kvr_engine_load_shared(cand->overlap

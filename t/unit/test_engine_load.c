@@ -112,6 +112,13 @@ main(void)
     kvr_engine_load_apply(&c, &el, 100);
     tap_is(c.pinned, 600 + 60, "usage * capacity + pinned since the scrape");
 
+    /* own requests that ended since the scrape: their blocks are free */
+    c = own(0, 0, 0, 100, 1000);
+    el = scraped(0, 0, 600, 0, 500);
+    kvr_engine_load_apply(&c, &el, 100);
+    tap_is(c.pinned, 100 + (600 - 500),
+           "own pins now and the others' then, not the engine's stale usage");
+
     c = own(0, 0, 0, 900, 1000);
     el = scraped(0, 0, 100, 0, 900);
     kvr_engine_load_apply(&c, &el, 100);
