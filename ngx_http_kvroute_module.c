@@ -123,7 +123,7 @@ ngx_module_t  ngx_http_kvroute_module = {
  *         [events_port=[+]N [replay_port=[+]N] [events_ranks=N|K-M]
  *          [events_topic=T] [predict=blocks] [models=name[,name...]]]
  *         [metrics=on|off [metrics_path=/metrics] [metrics_interval=500ms]
- *          [metrics_port=[+]N] [metrics_speed=on|off]]
+ *          [metrics_port=[+]N] [metrics_speed=on|off] [metrics_load=on|off]]
  *         [block_size=16] [capacity=blocks]
  *         [policy=ttft|cost|kvroute|dynamo]
  *         [overlap_weight=1.0] [balance_abs=N] [balance_rel=R] [spread=N]
@@ -190,6 +190,17 @@ ngx_http_kvroute_check_params(ngx_conf_t *cf,
     }
 
     kcf->policy.block_size = kcf->block_size;
+
+    /*
+     * a request in flight, in prompt tokens of prefill: with the engines'
+     * speeds, of the fastest engine's; without, of an engine of the
+     * fleet's mean speed, which takes longer (BENCHMARKS §2.26)
+     */
+
+    if (kcf->policy.ttft_decode < 0) {
+        kcf->policy.ttft_decode = (kcf->metrics && kcf->metrics_speed)
+                                  ? 600 : 1200;
+    }
 
     if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) {
         if (kcf->events_port.number + kcf->events_ranks.first
@@ -750,7 +761,7 @@ ngx_http_kvroute_create_srv_conf(ngx_conf_t *cf)
     kcf->max_body = 1024 * 1024;
     kcf->chunk_bytes = NGX_CONF_UNSET_UINT;     /* 4 * block_size */
     kcf->policy.policy = KVR_POLICY_TTFT;
-    kcf->policy.ttft_decode = 1200;
+    kcf->policy.ttft_decode = -1;           /* unset: check_params */
     kcf->policy.ttft_evict = 2;
     kcf->policy.ttft_wait = 40000;
     kcf->policy.place_slack = KVR_POLICY_PLACE_SLACK;
@@ -769,6 +780,7 @@ ngx_http_kvroute_create_srv_conf(ngx_conf_t *cf)
     ngx_str_set(&kcf->metrics_path, "/metrics");
     kcf->metrics_interval = 500;
     kcf->metrics_speed = 0;         /* BENCHMARKS §2.13: tails */
+    kcf->metrics_load = 1;
 
     return kcf;
 }

@@ -318,3 +318,17 @@ Content-Type: application/json
 [error]
 [warn]
 
+
+
+=== TEST 14: metrics_load=off: the busy engine's own figures are not taken; own counts spread the requests
+--- main_config eval: $::MainConfig
+--- http_config eval: ::upstream("metrics=on metrics_interval=100ms metrics_load=off")
+--- config eval: $::Config
+--- more_headers
+Content-Type: application/json
+--- request eval: [ @::Requests ]
+--- response_body_like eval
+[ qr/ok/, (qr/^engine F[12]$/) x 6,
+  qr/kvroute_indexed_blocks\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX_F1}"\} [1-9](?s:.*)kvroute_engine_running_requests\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX_F1}"\} 50\n/ ]
+--- no_error_log
+[error]

@@ -67,13 +67,19 @@ function routerTable(top, build, opts = {}) {
     'kvroute-kv': kv(events, ['--kv-events', 'zmq']),
     'kvroute-kv-dynamo': kv(`${events} policy=dynamo`, ['--kv-events', 'zmq']),
     // and with the engines' /metrics: their load, and their step speed
-    // from the inter-token latency (metrics_speed, on with metrics=on)
-    'kvroute-kv-metrics': kv(`${events} metrics=on metrics_speed=on`, ['--kv-events', 'zmq']),
+    // from the inter-token latency (metrics_speed, on with metrics=on); a
+    // request in flight as 1,200 prompt tokens, the default with speeds
+    // until 2026-12-03 (since then 600: kvroute-kv-speed600)
+    'kvroute-kv-metrics': kv(`${events} metrics=on metrics_speed=on ttft_decode=1200`, ['--kv-events', 'zmq']),
     'kvroute-kv-metrics-nospeed': kv(`${events} metrics=on`, ['--kv-events', 'zmq']),
     // the speeds with a request in flight weighed as 600 prompt tokens of
-    // prefill instead of 1,200 (ttft_decode): the policy simulator's best
-    // on the seed grid with speeds (BENCHMARKS §2.26)
+    // prefill (ttft_decode; the default with speeds since 2026-12-03):
+    // the policy simulator's best on the seed grid with speeds (BENCHMARKS
+    // §2.26); and the speeds alone, the engines' load not taken
+    // (metrics_load=off)
     'kvroute-kv-speed600': kv(`${events} metrics=on metrics_speed=on ttft_decode=600`, ['--kv-events', 'zmq']),
+    'kvroute-kv-speedonly': kv(`${events} metrics=on metrics_speed=on metrics_load=off ttft_decode=1200`, ['--kv-events', 'zmq']),
+    'kvroute-kv-speedonly600': kv(`${events} metrics=on metrics_speed=on metrics_load=off ttft_decode=600`, ['--kv-events', 'zmq']),
     // kv mode with a miss on a full cache weighed as 4 prompts instead of
     // 2 (ttft_evict): keeps prefixes home longer under a queue (§2.23)
     'kvroute-kv-evict4': kv(`${events} ttft_evict=4`, ['--kv-events', 'zmq']),

@@ -247,6 +247,8 @@ typedef struct {
     ngx_str_t                        metrics_path;
     ngx_msec_t                       metrics_interval;
     ngx_uint_t                       metrics_speed;  /* weigh by ITL */
+    ngx_uint_t                       metrics_load;   /* engines' load on
+                                                        top of own */
     ngx_http_kvroute_port_t          metrics_port;  /* 0: the server's */
 
     /* not configuration: this process's, set once in init_process */

@@ -99,7 +99,9 @@ ngx_http_kvroute_engine_loads(ngx_http_kvroute_srv_conf_t *kcf, int *slots,
 
         el = &kcf->zone->sh->engines[slots[i]].load;
 
-        kvr_engine_load_apply(&cand[i], el, tokens);
+        if (kcf->metrics_load) {
+            kvr_engine_load_apply(&cand[i], el, tokens);
+        }
 
         itl_us[i] = el->itl_us;
     }

@@ -248,6 +248,11 @@ static ngx_http_kvroute_param_t  ngx_http_kvroute_params[] = {
       ngx_http_kvroute_param_offset(metrics_speed),
       ngx_http_kvroute_on_off },
 
+    { ngx_string("metrics_load"),
+      ngx_http_kvroute_set_enum,
+      ngx_http_kvroute_param_offset(metrics_load),
+      ngx_http_kvroute_on_off },
+
     { ngx_string("metrics_path"),
       ngx_http_kvroute_set_str,
       ngx_http_kvroute_param_offset(metrics_path),
