@@ -329,6 +329,6 @@ Content-Type: application/json
 --- request eval: [ @::Requests ]
 --- response_body_like eval
 [ qr/ok/, (qr/^engine F[12]$/) x 6,
-  qr/kvroute_indexed_blocks\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX_F1}"\} [1-9](?s:.*)kvroute_engine_running_requests\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX_F1}"\} 50\n/ ]
+  qr/kvroute_indexed_blocks\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX_F1}"\} [1-9](?s:.*)kvroute_engine_running_requests\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX_F1}"\} 50\n(?s:.*)kvroute_load_source\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX_F1}",source="own",reason="metrics_load_off"\} 1\n/ ]
 --- no_error_log
 [error]

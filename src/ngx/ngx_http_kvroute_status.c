@@ -69,7 +69,7 @@ static ngx_str_t  ngx_http_kvroute_engine_metrics[] = {
 #define NGX_HTTP_KVROUTE_EVENTS_METRICS                                      \
     (sizeof(ngx_http_kvroute_events_metrics) / sizeof(ngx_str_t) - 1)
 
-/* room for the longest of ngx_http_kvroute_scrape_reasons[] */
+/* room for the longest of the scrape reasons and the load-off reason */
 #define NGX_HTTP_KVROUTE_REASON_LEN  32
 
 
@@ -491,6 +491,7 @@ ngx_http_kvroute_status_engine(u_char *p, u_char *last,
     ngx_uint_t backup)
 {
     uint64_t                          values[NGX_HTTP_KVROUTE_EVENTS_METRICS];
+    ngx_str_t                        *reason;
     ngx_uint_t                        state;
     ngx_msec_int_t                    age;
     ngx_http_kvroute_engine_stats_t   e;
@@ -518,13 +519,22 @@ ngx_http_kvroute_status_engine(u_char *p, u_char *last,
                                       values, &kcf->upstream->host,
                                       server, backup, -1);
 
+    /* metrics_load=off: a fresh scrape gives speeds, the load stays own */
+
+    reason = &ngx_http_kvroute_scrape_reasons[state];
+
+    if (state == NGX_HTTP_KVROUTE_SCRAPE_OK && !kcf->metrics_load) {
+        reason = &ngx_http_kvroute_load_off_reason;
+    }
+
     return ngx_slprintf(p, last,
                         "kvroute_load_source{upstream=\"%V\",server=\"%V\"%s,"
                         "source=\"%s\",reason=\"%V\"} 1\n",
                         &kcf->upstream->host, server,
                         backup ? ",backup=\"1\"" : "",
-                        state == NGX_HTTP_KVROUTE_SCRAPE_OK ? "metrics" : "own",
-                        &ngx_http_kvroute_scrape_reasons[state]);
+                        (state == NGX_HTTP_KVROUTE_SCRAPE_OK
+                         && kcf->metrics_load) ? "metrics" : "own",
+                        reason);
 }
 
 
