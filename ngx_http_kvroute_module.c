@@ -192,6 +192,16 @@ ngx_http_kvroute_check_params(ngx_conf_t *cf,
     kcf->policy.block_size = kcf->block_size;
 
     /*
+     * the engines' speeds come with their metrics unless turned off: on
+     * unequal GPUs they decide, on equal ones they cost nothing measured
+     * (BENCHMARKS §2.28)
+     */
+
+    if (kcf->metrics_speed == NGX_CONF_UNSET_UINT) {
+        kcf->metrics_speed = kcf->metrics;
+    }
+
+    /*
      * a request in flight, in prompt tokens of prefill: with the engines'
      * speeds, of the fastest engine's; without, of an engine of the
      * fleet's mean speed, which takes longer (BENCHMARKS §2.26)
@@ -779,7 +789,7 @@ ngx_http_kvroute_create_srv_conf(ngx_conf_t *cf)
     kcf->predict = 1024;
     ngx_str_set(&kcf->metrics_path, "/metrics");
     kcf->metrics_interval = 500;
-    kcf->metrics_speed = 0;         /* BENCHMARKS §2.13: tails */
+    kcf->metrics_speed = NGX_CONF_UNSET_UINT;   /* as metrics= */
     kcf->metrics_load = 1;
 
     return kcf;

@@ -284,10 +284,10 @@ Content-Type: application/json
 
 
 
-=== TEST 12: an engine on a node 5 times slower (its inter-token latency) is not given new prefixes
+=== TEST 12: metrics=on weighs the speeds by default: an engine on a node 5 times slower (its inter-token latency) is not given new prefixes
 --- skip_eval: 1: !$::Emulated
 --- main_config eval: $::MainConfig
---- http_config eval: ::speed_upstream("metrics_speed=on")
+--- http_config eval: ::speed_upstream("")
 --- config eval: $::Config
 --- more_headers
 Content-Type: application/json
@@ -301,10 +301,10 @@ Content-Type: application/json
 
 
 
-=== TEST 13: without metrics_speed=on (its default): the same prompts are spread over both
+=== TEST 13: metrics_speed=off: the same prompts are spread over both
 --- skip_eval: 1: !$::Emulated
 --- main_config eval: $::MainConfig
---- http_config eval: ::speed_upstream("")
+--- http_config eval: ::speed_upstream("metrics_speed=off")
 --- config eval: $::Config
 --- more_headers
 Content-Type: application/json

@@ -71,7 +71,7 @@ function routerTable(top, build, opts = {}) {
     // request in flight as 1,200 prompt tokens, the default with speeds
     // until 2026-12-03 (since then 600: kvroute-kv-speed600)
     'kvroute-kv-metrics': kv(`${events} metrics=on metrics_speed=on ttft_decode=1200`, ['--kv-events', 'zmq']),
-    'kvroute-kv-metrics-nospeed': kv(`${events} metrics=on`, ['--kv-events', 'zmq']),
+    'kvroute-kv-metrics-nospeed': kv(`${events} metrics=on metrics_speed=off`, ['--kv-events', 'zmq']),
     // the speeds with a request in flight weighed as 600 prompt tokens of
     // prefill (ttft_decode; the default with speeds since 2026-12-03):
     // the policy simulator's best on the seed grid with speeds (BENCHMARKS

@@ -9,6 +9,7 @@
 // default). Each figure is the median over the seeds' runs; 720 requests,
 // the first 96 not counted; one configuration for every point.
 //   node bench/sim/floors.js [--seeds 1,2,3] [--requests 720] [--jsonl FILE]
+//       [--gpus 24g,8g,8g]   (the nodes; e.g. 8g,8g,8g for equal ones)
 // Prints a markdown table and the floors met.
 
 require('./clock');
@@ -28,6 +29,7 @@ const { values: v } = parseArgs({ options: {
   workers: { type: 'string', default: '6,3' },
   prefixes: { type: 'string', default: '2,7,12,24' },
   concurrency: { type: 'string', default: '4,8,16' },
+  gpus: { type: 'string', default: '24g,8g,8g' },
 } });
 
 const POLICIES = {
@@ -47,7 +49,7 @@ const median = (xs) => {
 const seeds = v.seeds.split(',').map(Number);
 // what every row was computed with (the simulator's clock is virtual: no lag)
 const COMMIT = require('../loadgen/provenance').commit(require('node:path').join(__dirname, '..', '..'));
-const EMULATOR = require('../fidelity/model').emulatorDefaults();
+const EMULATOR = Object.assign(require('../fidelity/model').emulatorDefaults(), { gpus: v.gpus });
 const rows = [];
 for (const w of v.workers.split(',').map(Number)) {
   for (const p of v.prefixes.split(',').map(Number)) {
@@ -55,7 +57,7 @@ for (const w of v.workers.split(',').map(Number)) {
       for (const [name, mk] of Object.entries(POLICIES)) {
         const rs = seeds.map((seed) => simulate({ workers: w, prefixes: p, concurrency: c,
           requests: Number(v.requests), seed, measureFrom: Number(v['measure-from']),
-          gpus: parseGpus('24g,8g,8g'), maxTokens: DEFAULT_MAX_TOKENS }, mk()));
+          gpus: parseGpus(v.gpus), maxTokens: DEFAULT_MAX_TOKENS }, mk()));
         const row = { w, p, c, policy: name, seeds, runs: seeds.length, commit: COMMIT,
           emulator_params: EMULATOR, clock: 'virtual' };
         for (const k of ['request_hit_rate', 'cached_token_ratio', 'ttft_p50_ms', 'ttft_p99_ms', 'requests_per_s']) {
