@@ -408,7 +408,6 @@ ngx_uint_t ngx_http_kvroute_engine_state(ngx_http_kvroute_srv_conf_t *kcf,
 void ngx_http_kvroute_engine_loads(ngx_http_kvroute_srv_conf_t *kcf,
     int *slots, ngx_uint_t n, kvr_candidate_t *cand, uint32_t tokens);
 extern ngx_str_t  ngx_http_kvroute_scrape_reasons[];
-extern ngx_str_t  ngx_http_kvroute_load_off_reason;
 
 /* status and variables */
 char *ngx_http_kvroute_status(ngx_conf_t *cf, ngx_command_t *cmd,

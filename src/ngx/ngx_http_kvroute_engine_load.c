@@ -36,9 +36,6 @@ ngx_str_t  ngx_http_kvroute_scrape_reasons[] = {
     ngx_null_string
 };
 
-/* the load source's reason when metrics_load=off keeps the own counts */
-ngx_str_t  ngx_http_kvroute_load_off_reason = ngx_string("metrics_load_off");
-
 
 /* NGX_HTTP_KVROUTE_SCRAPE_OK when the metrics stand for the load */
 

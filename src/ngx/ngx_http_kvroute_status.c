@@ -72,6 +72,10 @@ static ngx_str_t  ngx_http_kvroute_engine_metrics[] = {
 /* room for the longest of the scrape reasons and the load-off reason */
 #define NGX_HTTP_KVROUTE_REASON_LEN  32
 
+/* the load source's reason when metrics_load=off keeps the own counts */
+static ngx_str_t  ngx_http_kvroute_load_off_reason =
+    ngx_string("metrics_load_off");
+
 
 static ngx_int_t ngx_http_kvroute_status_handler(ngx_http_request_t *r);
 static size_t ngx_http_kvroute_status_size(
@@ -491,6 +495,7 @@ ngx_http_kvroute_status_engine(u_char *p, u_char *last,
     ngx_uint_t backup)
 {
     uint64_t                          values[NGX_HTTP_KVROUTE_EVENTS_METRICS];
+    char                             *source;
     ngx_str_t                        *reason;
     ngx_uint_t                        state;
     ngx_msec_int_t                    age;
@@ -519,22 +524,26 @@ ngx_http_kvroute_status_engine(u_char *p, u_char *last,
                                       values, &kcf->upstream->host,
                                       server, backup, -1);
 
-    /* metrics_load=off: a fresh scrape gives speeds, the load stays own */
-
+    source = "own";
     reason = &ngx_http_kvroute_scrape_reasons[state];
 
-    if (state == NGX_HTTP_KVROUTE_SCRAPE_OK && !kcf->metrics_load) {
-        reason = &ngx_http_kvroute_load_off_reason;
+    if (state == NGX_HTTP_KVROUTE_SCRAPE_OK) {
+
+        /* metrics_load=off: a fresh scrape gives speeds, the load stays own */
+
+        if (kcf->metrics_load) {
+            source = "metrics";
+
+        } else {
+            reason = &ngx_http_kvroute_load_off_reason;
+        }
     }
 
     return ngx_slprintf(p, last,
                         "kvroute_load_source{upstream=\"%V\",server=\"%V\"%s,"
                         "source=\"%s\",reason=\"%V\"} 1\n",
                         &kcf->upstream->host, server,
-                        backup ? ",backup=\"1\"" : "",
-                        (state == NGX_HTTP_KVROUTE_SCRAPE_OK
-                         && kcf->metrics_load) ? "metrics" : "own",
-                        reason);
+                        backup ? ",backup=\"1\"" : "", source, reason);
 }
 
 
