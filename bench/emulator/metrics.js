@@ -7,18 +7,18 @@
 // docs/engine-metrics.md lists them; the vLLM counters stay, for the
 // load generator's preemption and hit-rate figures.
 
-const { ITL_BUCKETS_S } = require('./scheduler');
+const { ITL_BUCKETS_S, PREFILL_BUCKETS_S, TOKEN_BUCKETS } = require('./scheduler');
 
 // a Prometheus histogram: cumulative buckets, +Inf, _sum and _count
-function histogram(lines, name, help, labels, h, sumS) {
+function histogram(lines, name, help, labels, h, sum, bounds = ITL_BUCKETS_S) {
   lines.push(`# HELP ${name} ${help}`);
   lines.push(`# TYPE ${name} histogram`);
   const inner = labels.slice(1, -1);
-  ITL_BUCKETS_S.forEach((le, i) => {
+  bounds.forEach((le, i) => {
     lines.push(`${name}_bucket{${inner},le="${le.toFixed(3).replace(/0+$/, '').replace(/\.$/, '.0')}"} ${h.buckets[i]}`);
   });
   lines.push(`${name}_bucket{${inner},le="+Inf"} ${h.count}`);
-  lines.push(`${name}_sum${labels} ${sumS}`);
+  lines.push(`${name}_sum${labels} ${sum}`);
   lines.push(`${name}_count${labels} ${h.count}`);
 }
 
@@ -53,6 +53,13 @@ function renderMetrics(engine) {
     // model time, as every figure of the emulator
     histogram(lines, 'vllm:inter_token_latency_seconds', 'Histogram of inter-token latency in seconds.',
       label, s.itl, s.itl.sumMs / 1000);
+    // what a prefill costs there: the time from a request's first
+    // scheduling to its first token, and the prompt tokens it computed
+    histogram(lines, 'vllm:request_prefill_time_seconds', 'Histogram of time spent in PREFILL phase for request.',
+      label, s.prefill, s.prefill.sumMs / 1000, PREFILL_BUCKETS_S);
+    histogram(lines, 'vllm:request_prefill_kv_computed_tokens',
+      'Histogram of new KV tokens computed during prefill (excluding cached tokens).',
+      label, s.prefillComputed, s.prefillComputed.sum, TOKEN_BUCKETS);
   }
   metric('vllm:prefix_cache_queries', 'counter',
     'Prefix cache queries, in terms of number of queried tokens.', c.queries,

@@ -48,6 +48,13 @@ const { realClock } = require('./model_clock');
 const ITL_BUCKETS_S = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75,
   1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0];
 
+// and for its request-level histograms (vllm:request_prefill_time_seconds)
+const PREFILL_BUCKETS_S = [0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0,
+  40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0];
+// and for its token counts: 1, 2, 5, 10, ... up to the model's length
+// (Qwen3-0.6B's 40,960)
+const TOKEN_BUCKETS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000];
+
 const DEFAULT_TIMING = {
   baseUs: 1450,             // CPU per step
   gpuStepUs: 4975,          // GPU per step (weights, launches)
@@ -114,6 +121,12 @@ class Scheduler {
     // vLLM's inter-token latency histogram (metrics.js): the model time
     // between two output tokens of one request, each token after the first
     this.itl = { sumMs: 0, count: 0, buckets: ITL_BUCKETS_S.map(() => 0) };
+    // vLLM's vllm:request_prefill_time_seconds (first scheduled to first
+    // token, model time) and vllm:request_prefill_kv_computed_tokens
+    // (prompt tokens less cached ones), both recorded as a request
+    // finishes, as vLLM records them (vllm/v1/metrics/stats.py)
+    this.prefill = { sumMs: 0, count: 0, buckets: PREFILL_BUCKETS_S.map(() => 0) };
+    this.prefillComputed = { sum: 0, count: 0, buckets: TOKEN_BUCKETS.map(() => 0) };
   }
 
   // Blocks a request needs to hold prompt and outputs at once.
@@ -232,6 +245,7 @@ class Scheduler {
       req.blocks = hit.slice();
       if (req.numCachedTokens < 0) {
         req.numCachedTokens = computed;
+        req.scheduledMs = this.gpu.clock.now();
         this.cache.recordQuery(req.promptLen, computed);
       }
       req.state = 'running';
@@ -365,6 +379,7 @@ class Scheduler {
 
   _recordItl(req) {
     const now = this.gpu.clock.now();
+    if (req.generated === 1) req.firstTokenMs = now;
     if (req.generated > 1) {
       const ms = now - req.lastTokenMs;
       this.itl.sumMs += ms;
@@ -380,7 +395,20 @@ class Scheduler {
     this._release(req);
     req.state = reason === 'abort' ? 'aborted' : 'finished';
     this.finishedCount++;
+    this._recordPrefill(req);
     req.onFinish(reason);
+  }
+
+  _recordPrefill(req) {
+    if (req.firstTokenMs === undefined || req.scheduledMs === undefined) return;
+    const ms = req.firstTokenMs - req.scheduledMs;
+    this.prefill.sumMs += ms;
+    this.prefill.count++;
+    for (let i = 0; i < PREFILL_BUCKETS_S.length; i++) if (ms <= PREFILL_BUCKETS_S[i] * 1000) this.prefill.buckets[i]++;
+    const n = req.promptLen - Math.max(0, req.numCachedTokens);
+    this.prefillComputed.sum += n;
+    this.prefillComputed.count++;
+    for (let i = 0; i < TOKEN_BUCKETS.length; i++) if (n <= TOKEN_BUCKETS[i]) this.prefillComputed.buckets[i]++;
   }
 
   stop() {
@@ -389,4 +417,5 @@ class Scheduler {
   }
 }
 
-module.exports = { Scheduler, Request, DEFAULT_TIMING, ITL_BUCKETS_S };
+module.exports = { Scheduler, Request, DEFAULT_TIMING, ITL_BUCKETS_S, PREFILL_BUCKETS_S,
+  TOKEN_BUCKETS };

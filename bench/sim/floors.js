@@ -10,6 +10,8 @@
 // the first 96 not counted; one configuration for every point.
 //   node bench/sim/floors.js [--seeds 1,2,3] [--requests 720] [--jsonl FILE]
 //       [--gpus 24g,8g,8g]   (the nodes; e.g. 8g,8g,8g for equal ones)
+//       [--workers 6,3] [--prefixes 2,7,12,24] [--concurrency 4,8,16]
+//       [--policies 'kvroute ttft+speed']   (Dynamo always runs, as the yardstick)
 // Prints a markdown table and the floors met.
 
 require('./clock');
@@ -29,6 +31,7 @@ const { values: v } = parseArgs({ options: {
   workers: { type: 'string', default: '6,3' },
   prefixes: { type: 'string', default: '2,7,12,24' },
   concurrency: { type: 'string', default: '4,8,16' },
+  policies: { type: 'string' },           // a comma-separated subset
   gpus: { type: 'string', default: '24g,8g,8g' },
 } });
 
@@ -55,6 +58,7 @@ for (const w of v.workers.split(',').map(Number)) {
   for (const p of v.prefixes.split(',').map(Number)) {
     for (const c of v.concurrency.split(',').map(Number)) {
       for (const [name, mk] of Object.entries(POLICIES)) {
+        if (v.policies && name !== 'dynamo' && !v.policies.split(',').includes(name)) continue;
         const rs = seeds.map((seed) => simulate({ workers: w, prefixes: p, concurrency: c,
           requests: Number(v.requests), seed, measureFrom: Number(v['measure-from']),
           gpus: parseGpus(v.gpus), maxTokens: DEFAULT_MAX_TOKENS }, mk()));
@@ -83,7 +87,7 @@ for (const r of rows) {
 process.stdout.write(out.join('\n') + '\n\n');
 
 // the floors, for each kvroute variant
-for (const name of ['kvroute ttft', 'kvroute ttft+speed']) {
+for (const name of Object.keys(POLICIES).filter((k) => k.startsWith('kvroute') && at(rows[0].w, rows[0].p, rows[0].c, k))) {
   const mine = rows.filter((r) => r.policy === name);
   let rps = 0; let p99 = 0; let p99n = 0; let p50 = 0;
   const misses = [];
@@ -101,7 +105,8 @@ for (const name of ['kvroute ttft', 'kvroute ttft+speed']) {
   }
   const headline = [[6, 24, 16], [3, 24, 8]].filter(([w, p, c]) => at(w, p, c, name)).map(([w, p, c]) =>
     `${w}w/${p}/c${c} ${(at(w, p, c, name).requests_per_s / at(w, p, c, 'dynamo').requests_per_s).toFixed(3)}x`);
-  const ctr = [[6, 24, 4], [6, 24, 8], [6, 24, 16], [3, 24, 8]].filter(([w, p, c]) => at(w, p, c, name)).map(([w, p, c]) =>
+  const ctr = [[6, 24, 4], [6, 24, 8], [6, 24, 16], [3, 24, 8]].filter(([w, p, c]) => at(w, p, c, name) &&
+    at(w, p, c, 'partition')).map(([w, p, c]) =>
     `${w}w/${p}/c${c} ${(at(w, p, c, name).cached_token_ratio / at(w, p, c, 'partition').cached_token_ratio).toFixed(3)}`);
   process.stdout.write(`${name}: req/s >= 0.98x Dynamo at ${rps}/${mine.length}; ` +
     `>= 1.10x at the headline points: ${headline.join(', ')}; ` +

@@ -265,6 +265,37 @@ test('/metrics: the inter-token latency histogram counts each token after the fi
   }
 });
 
+test('/metrics: the prefill histograms count each finished request: time from scheduled to first token, tokens computed', async () => {
+  // a step: 1 ms CPU + 4 ms GPU + 10 µs a prefill token, at speed 1; the
+  // budget of 256 tokens chunks a 600-token prompt into 3 steps
+  const e = await startEmulator(['--time-scale', '1', '--base-us', '1000', '--gpu-step-us', '4000',
+    '--decode-us-per-seq', '0', '--prefill-us-per-token', '10', '--max-batched-tokens', '256']);
+  try {
+    const prompt = tokens(11, 600);
+    await postJson(e.basePort, '/v1/completions', { prompt, max_tokens: 3 });
+    let m = (await request(e.basePort, 'GET', '/metrics')).body;
+    assert.match(m, /^# TYPE vllm:request_prefill_time_seconds histogram$/m);
+    assert.match(m, /^# TYPE vllm:request_prefill_kv_computed_tokens histogram$/m);
+    assert.equal(metricValue(m, 'vllm:request_prefill_time_seconds_count'), 1);
+    assert.equal(metricValue(m, 'vllm:request_prefill_kv_computed_tokens_sum'), 600);
+    const first = metricValue(m, 'vllm:request_prefill_time_seconds_sum');
+    // 3 steps of 5 ms and 6 ms of prefill: 21 ms, a little late at most
+    assert.ok(first > 0.020 && first < 0.030, `three chunked steps: ${first}`);
+    // the same prompt again: all but its last block cached, one step
+    await postJson(e.basePort, '/v1/completions', { prompt, max_tokens: 3 });
+    m = (await request(e.basePort, 'GET', '/metrics')).body;
+    assert.equal(metricValue(m, 'vllm:request_prefill_time_seconds_count'), 2);
+    assert.equal(metricValue(m, 'vllm:request_prefill_kv_computed_tokens_sum'), 600 + 600 - Math.floor(599 / BS) * BS);
+    const second = metricValue(m, 'vllm:request_prefill_time_seconds_sum') - first;
+    assert.ok(second > 0.005 && second < first / 2, `a hit is one step: ${second} vs ${first}`);
+    const inf = m.split('\n').find((l) => l.startsWith('vllm:request_prefill_kv_computed_tokens_bucket{') &&
+      l.includes('le="+Inf"'));
+    assert.equal(Number(inf.split(' ').pop()), 2);
+  } finally {
+    await e.stop();
+  }
+});
+
 test('/metrics with --flavour sglang: SGLang\'s load gauges and labels, no vLLM ones', async () => {
   const e = await startEmulator(['--time-scale', '50', '--flavour', 'sglang']);
   try {
