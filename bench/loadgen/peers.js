@@ -189,10 +189,8 @@ class SglangRouter {
     return smallest;
   }
 
-  route(q) {
-    const keys = extendBlockHashes([], q.ids, q.ids.length, this.bs, this.root).map(hashKeyOf);
-    const e = this.choose(keys, q.ids.length);
-    // the request is inserted into the chosen engine's tree either way
+  // the request is inserted into the chosen engine's tree either way
+  insert(keys, e) {
     for (const k of keys) {
       if (!this.trees[e].has(k)) {
         this.trees[e].add(k);
@@ -200,6 +198,12 @@ class SglangRouter {
       }
       this.lastTenant.set(k, e);
     }
+  }
+
+  route(q) {
+    const keys = extendBlockHashes([], q.ids, q.ids.length, this.bs, this.root).map(hashKeyOf);
+    const e = this.choose(keys, q.ids.length);
+    this.insert(keys, e);
     this.load[e]++;
     let done = false;
     return {
@@ -238,4 +242,5 @@ class PartitionRouter {
   }
 }
 
-module.exports = { LlmdRouter, SglangRouter, PartitionRouter, MetricsScraper, parseEngineMetrics, llmdScores };
+module.exports = { LlmdRouter, SglangRouter, PartitionRouter, MetricsScraper, parseEngineMetrics, llmdScores,
+  pickMax, shuffleRank, METRICS_INTERVAL_MS };

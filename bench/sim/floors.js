@@ -2,8 +2,10 @@
 'use strict';
 // Issue #18's floors in the policy simulator: the seed's grid (6 and 3
 // workers; 2, 7, 12, 24 prefix types; concurrency 4, 8, 16) for round
-// robin, Dynamo's router, the partition of prefix types (the oracle of
-// hits) and kvroute's policy=ttft (the module's C code in WebAssembly)
+// robin, random per connection (the seed's baseline), llm-d's precise
+// scorer and SGLang's cache_aware (sim/peers.js), Dynamo's router, the
+// partition of prefix types (the oracle of hits) and kvroute's
+// policy=ttft (the module's C code in WebAssembly)
 // without and with the engines' speeds learned from their inter-token
 // latency (metrics_speed=on, scraped every 500 ms as metrics_interval's
 // default). Each figure is the median over the seeds' runs; 720 requests,
@@ -20,6 +22,7 @@ const { parseArgs } = require('node:util');
 const { simulate } = require('./sim');
 const P = require('./policies');
 const C = require('./cpolicy');
+const peers = require('./peers');
 const { parseGpus } = require('../emulator/options');
 const { DEFAULT_MAX_TOKENS } = require('../fidelity/model');
 
@@ -37,6 +40,9 @@ const { values: v } = parseArgs({ options: {
 
 const POLICIES = {
   round_robin: () => P.roundRobin(),
+  random_conn: () => P.randomPerConnection(),
+  llmd: () => peers.llmd(),
+  sglang: () => peers.sglang(),
   dynamo: () => P.dynamoExact(),
   partition: () => P.partition(),
   'kvroute ttft': () => C.ttftC(1200, 2, 40000, 0.75, 0),

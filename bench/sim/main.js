@@ -31,6 +31,8 @@ function policyOf(spec, timing) {
     case 'random': return P.random();
     case 'random_conn': return P.randomPerConnection();
     case 'partition': return P.partition();
+    case 'llmd': return require('./peers').llmd();
+    case 'sglang': return require('./peers').sglang();
     case 'dynamo': return P.dynamo(...n);
     case 'dynamo_exact': return P.dynamoExact(...n);
     case 'kvroute': return P.kvroute(...n);

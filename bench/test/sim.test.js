@@ -58,6 +58,46 @@ test('deterministic; the partition pins each type to one engine and beats round 
   assert.ok(kvr.request_hit_rate > 2 * rr.request_hit_rate, JSON.stringify(kvr));
 });
 
+test('the peers in the simulator: llm-d and SGLang cache_aware keep prefixes together, each its own way', () => {
+  const args = ['--workers', '6', '--prefixes', '24', '--concurrency', '8', '--requests', '300', '--seeds', '2'];
+  const [rr, llmd, sglang] = sim(args.concat(['round_robin', 'llmd', 'sglang']));
+  assert.deepEqual(sim(args.concat(['llmd', 'sglang'])), [llmd, sglang], 'deterministic');
+  assert.ok(llmd.request_hit_rate > 2 * rr.request_hit_rate, JSON.stringify(llmd));
+  assert.ok(sglang.request_hit_rate > 2 * rr.request_hit_rate, JSON.stringify(sglang));
+  // SGLang's tree sends a matched prompt to its engine while loads are
+  // within 64: a prefix stays on the engine it first went to
+  assert.ok(sglang.engines_per_prefix < 1.5, JSON.stringify(sglang));
+  // llm-d's queue and KV terms move a prefix when its holder is busier
+  assert.ok(llmd.engines_per_prefix > sglang.engines_per_prefix, `${llmd.engines_per_prefix} ${sglang.engines_per_prefix}`);
+});
+
+test('floor tables: runs of a point are its median; each floor is judged against Dynamo or the partition', () => {
+  const fs = require('node:fs');
+  const os = require('node:os');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'floors-'));
+  const kv = (router, rps, p99, ctr) => JSON.stringify({ w: 6, p: 24, c: 16, router, row: { router,
+    workers: 6, prefixes: 24, concurrency: 16, runs: 1,
+    steady: { requests_per_s: rps, ttft_p50_ms: 50, ttft_p99_ms: p99, cached_token_ratio: ctr } } });
+  fs.writeFileSync(path.join(dir, 'rows.jsonl'), [kv('dynamo', 10, 200, 0.3), kv('dynamo', 12, 300, 0.3),
+    kv('dynamo', 20, 100, 0.3), kv('kvroute-kv-speed600', 11.5, 250, 0.6), kv('partition', 9, 900, 0.7)].join('\n'));
+  const point = { w: 3, p: 24, c: 8, ttft_p50_ms: 70, cached_token_ratio: 0.3, runs: 3 };
+  fs.writeFileSync(path.join(dir, 'sim.jsonl'), [
+    Object.assign({ policy: 'dynamo', requests_per_s: 15, ttft_p99_ms: 120 }, point),
+    Object.assign({ policy: 'kvroute ttft+speed', requests_per_s: 14, ttft_p99_ms: 150 }, point)]
+    .map((r) => JSON.stringify(r)).join('\n'));
+  execFileSync(process.execPath, [path.join(__dirname, '..', 'floor_tables.js'), '--out', dir,
+    path.join(dir, 'rows.jsonl'), path.join(dir, 'sim.jsonl')]);
+  const f1 = fs.readFileSync(path.join(dir, 'floor1_requests.md'), 'utf8');
+  // Dynamo's three runs: median 12 req/s, p99 200 ms
+  assert.match(f1, /\| 6w\/24\/c16 \| 12\.00 \| 9\.00 \| 11\.50 \| \*\*0\.958\*\* \|/);
+  assert.match(f1, /\| 3w\/24\/c8 \| 15\.00 \| – \| 14\.00 \| \*\*0\.933\*\* \|/);
+  assert.match(f1, /at \*\*0 of 2\*\* points/);
+  const f2 = fs.readFileSync(path.join(dir, 'floor2_ttft.md'), 'utf8');
+  assert.match(f2, /\| \*\*1\.250\*\* \| 1\.000 \|/, 'p99 250 vs the median 200');
+  const f3 = fs.readFileSync(path.join(dir, 'floor3_cached.md'), 'utf8');
+  assert.match(f3, /6w\/24\/c16 0\.857/, '0.6 / 0.7');
+});
+
 test('unknown policies are refused', () => {
   assert.throws(() => execFileSync(process.execPath, [MAIN, 'fastest'], { stdio: 'pipe' }),
     /unknown policy fastest/);
