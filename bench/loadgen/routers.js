@@ -58,6 +58,9 @@ function routerTable(top, build, opts = {}) {
     // (policy=kvroute, the default before 2026-11-30 evening), NVIDIA
     // Dynamo's default cost, and policy=cost (the default until 2026-12-02)
     'kvroute-approx': kv('mode=approx'),
+    // and with the engines' load and speeds from their /metrics, as
+    // metrics=on gives them (issue #18 floor 4 with the one configuration)
+    'kvroute-approx-metrics': kv('mode=approx metrics=on'),
     'kvroute-rules': kv('mode=approx policy=kvroute'),
     'kvroute-dynamo': kv('mode=approx policy=dynamo'),
     'kvroute-cost': kv('mode=approx policy=cost'),
