@@ -99,7 +99,7 @@ function writeDat(file, labels, points, value) {
   points.forEach((q, i) => {
     lines.push(`${i + 1} ${pt(q)} ` + labels.map((l) => {
       const v = value(q, l);
-      return v === null || v === undefined ? '?' : v.toFixed(4);
+      return v === null || v === undefined ? 'NaN' : v.toFixed(4);
     }).join(' '));
   });
   fs.writeFileSync(file, lines.join('\n') + '\n');
