@@ -129,7 +129,7 @@ ngx_module_t  ngx_http_kvroute_module = {
  *         [overlap_weight=1.0] [balance_abs=N] [balance_rel=R] [spread=N]
  *         [corun=tokens] [evict=W]
  *         [ttft_decode=tokens] [ttft_evict=W] [ttft_wait=tokens]
- *         [ttft_output=tokens] [place_slack=tokens]
+ *         [ttft_output=tokens] [ttft_own=tokens] [place_slack=tokens]
  *         [host_weight=0.75] [disk_weight=0.25]
  *         [max_body=size] [text_chunk=bytes]
  *         [tokenizer=tokenizer.json [tokenizer_config=tokenizer_config.json]];

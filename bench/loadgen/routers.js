@@ -81,6 +81,9 @@ function routerTable(top, build, opts = {}) {
     // §2.26); and the speeds alone, the engines' load not taken
     // (metrics_load=off)
     'kvroute-kv-speed600': kv(`${events} metrics=on metrics_speed=on ttft_decode=600`, ['--kv-events', 'zmq']),
+    // and this request's own output weighed at each engine's speed, 50
+    // prompt tokens of prefill a token (ttft_own; BENCHMARKS §2.31)
+    'kvroute-kv-own50': kv(`${events} metrics=on metrics_speed=on ttft_decode=600 ttft_own=50`, ['--kv-events', 'zmq']),
     'kvroute-kv-speedonly': kv(`${events} metrics=on metrics_speed=on metrics_load=off ttft_decode=1200`, ['--kv-events', 'zmq']),
     'kvroute-kv-speedonly600': kv(`${events} metrics=on metrics_speed=on metrics_load=off ttft_decode=600`, ['--kv-events', 'zmq']),
     // kv mode with a miss on a full cache weighed as 4 prompts instead of

@@ -13,7 +13,7 @@ const WASM = process.env.KVR_POLICY_WASM
   || path.join(__dirname, '..', '..', 'build', 'kvr_policy.wasm');
 
 const POLICY = { kvroute: 0, dynamo: 1, cost: 2, ttft: 3 };
-const HEAD = 21;
+const HEAD = 22;
 const CAND = 15;
 const MAX = 64;
 
@@ -38,7 +38,7 @@ function pickFlat(flat, n) {
 
 // conf: {policy (name), blockSize, overlapWeight, balanceAbs, balanceRel,
 // spread, corun, evict, ttftDecode, ttftEvict, ttftWait, hostWeight,
-// diskWeight (Dynamo's 0.75, 0.25)}; demand: {blocks, tokens, firstBlock:
+// diskWeight (Dynamo's 0.75, 0.25), ttftOwn (0: not weighed)}; demand: {blocks, tokens, firstBlock:
 // [hi, lo], share, random: [hi, lo], outBlocks}; cands: [{overlap,
 // inflight, inflightTokens, inflightPrefill, id: [hi, lo], weight,
 // cachedBlocks, capacity, prefixes, pinned, pinnedOwn, overlapHost,
@@ -52,7 +52,7 @@ function flatten(conf, demand, cands) {
   const rnd = demand.random || [0, 0];
   f.set([demand.blocks, demand.tokens, fb[0], fb[1], demand.share || 0, rnd[0], rnd[1],
     demand.outBlocks || 0], 11);
-  f.set([conf.hostWeight ?? 0.75, conf.diskWeight ?? 0.25], 19);
+  f.set([conf.hostWeight ?? 0.75, conf.diskWeight ?? 0.25, conf.ttftOwn ?? 0], 19);
   cands.forEach((c, i) => {
     f.set([c.overlap, c.inflight, c.inflightTokens || 0, c.inflightPrefill || 0, c.id[0], c.id[1],
       c.weight || 1, c.cachedBlocks || 0, c.capacity || 0, c.prefixes || 0, c.pinned || 0,
@@ -110,7 +110,7 @@ function itlUpdate(p, sumUs, count) {
 // after the GPU overlap (view.hostRun), 0 to ignore the tier; speedMs > 0:
 // the engines' speeds learned from their inter-token latency scraped every
 // speedMs
-const ttftC = (decode = 1200, evict = 2, wait = 40000, hostWeight = 0.75, speedMs = 0) => (view, q) => {
+const ttftC = (decode = 1200, evict = 2, wait = 40000, hostWeight = 0.75, speedMs = 0, own = 0) => (view, q) => {
   const record = ttftC.record === undefined ? (ttftC.record = recorder()) : ttftC.record;
   const es = view.engines;
   const bs = view.blockSize;
@@ -135,7 +135,7 @@ const ttftC = (decode = 1200, evict = 2, wait = 40000, hostWeight = 0.75, speedM
   const demand = { blocks: q.blockKeys.length, tokens: q.ids.length, outBlocks: out,
     random: [view.picks >>> 0, (view.picks * 2246822519) >>> 0] };
   const flat = flatten({ policy: 'ttft', blockSize: bs, ttftDecode: decode, ttftEvict: evict, ttftWait: wait,
-    hostWeight }, demand, cands);
+    hostWeight, ttftOwn: own }, demand, cands);
   const { pick } = pickFlat(flat, es.length);
   if (record) record(flat, es.length, pick);
   return pick;

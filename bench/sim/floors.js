@@ -14,6 +14,7 @@
 //       [--gpus 24g,8g,8g]   (the nodes; e.g. 8g,8g,8g for equal ones)
 //       [--workers 6,3] [--prefixes 2,7,12,24] [--concurrency 4,8,16]
 //       [--policies 'kvroute ttft+speed']   (Dynamo always runs, as the yardstick)
+//       [--own 50,50:900]   (also 'kvroute ttft+speed own=N[:D]': ttft_own=N, ttft_decode=D)
 // Prints a markdown table and the floors met.
 
 require('./clock');
@@ -36,6 +37,7 @@ const { values: v } = parseArgs({ options: {
   concurrency: { type: 'string', default: '4,8,16' },
   policies: { type: 'string' },           // a comma-separated subset
   gpus: { type: 'string', default: '24g,8g,8g' },
+  own: { type: 'string' },
 } });
 
 const POLICIES = {
@@ -49,6 +51,11 @@ const POLICIES = {
   // with speeds the module's ttft_decode defaults to 600 (BENCHMARKS §2.26)
   'kvroute ttft+speed': () => C.ttftC(600, 2, 40000, 0.75, 500),
 };
+
+for (const spec of (v.own ? v.own.split(',') : [])) {
+  const [own, decode = 600] = spec.split(':').map(Number);
+  POLICIES[`kvroute ttft+speed own=${spec}`] = () => C.ttftC(decode, 2, 40000, 0.75, 500, own);
+}
 
 const median = (xs) => {
   const a = xs.slice().sort((x, y) => x - y);
@@ -64,7 +71,7 @@ for (const w of v.workers.split(',').map(Number)) {
   for (const p of v.prefixes.split(',').map(Number)) {
     for (const c of v.concurrency.split(',').map(Number)) {
       for (const [name, mk] of Object.entries(POLICIES)) {
-        if (v.policies && name !== 'dynamo' && !v.policies.split(',').includes(name)) continue;
+        if (v.policies && name !== 'dynamo' && !name.includes(' own=') && !v.policies.split(',').includes(name)) continue;
         const rs = seeds.map((seed) => simulate({ workers: w, prefixes: p, concurrency: c,
           requests: Number(v.requests), seed, measureFrom: Number(v['measure-from']),
           gpus: parseGpus(v.gpus), maxTokens: DEFAULT_MAX_TOKENS }, mk()));

@@ -183,6 +183,11 @@ static ngx_http_kvroute_param_t  ngx_http_kvroute_params[] = {
       ngx_http_kvroute_param_offset(policy.ttft_wait),
       &ngx_http_kvroute_tokens_bounds },
 
+    { ngx_string("ttft_own"),
+      ngx_http_kvroute_set_double,
+      ngx_http_kvroute_param_offset(policy.ttft_own),
+      &ngx_http_kvroute_tokens_bounds },
+
     { ngx_string("place_slack"),
       ngx_http_kvroute_set_double,
       ngx_http_kvroute_param_offset(policy.place_slack),

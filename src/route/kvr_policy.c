@@ -701,8 +701,14 @@ kvr_policy_ttft_cost(const kvr_policy_conf_t *conf,
     /* work ahead of the first token, in time at the engine's speed */
     speed = cand->speed > 0 ? cand->speed : 1;
 
+    /*
+     * and, when weighed, this request's own output: a closed-loop client
+     * waits for it, so a slow engine's every step is its time too
+     */
+
     cost = ((double) cand->inflight_prefill + uncached
-            + conf->ttft_decode * cand->inflight)
+            + conf->ttft_decode * cand->inflight
+            + conf->ttft_own * demand->out_blocks * bs)
            / ((cand->weight ? cand->weight : 1) * speed);
 
     if ((max_overlap == 0 || cand->overlap < max_overlap)

@@ -60,6 +60,10 @@ typedef struct {
                                        host_cache_hit_weight, 0.75) */
     double         disk_weight;     /* the same of the disk tier's, after
                                        the host's (0.25) */
+    double         ttft_own;        /* ttft: one token of this request's
+                                       own output, decoded at the server's
+                                       speed, in prompt tokens of prefill
+                                       at the fastest's; 0: not weighed */
 } kvr_policy_conf_t;
 
 

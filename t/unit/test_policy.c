@@ -12,24 +12,24 @@
 
 
 static kvr_policy_conf_t  conf_kvroute = {
-    KVR_POLICY_KVROUTE, 16, 1.0, 4, 1.5, 0, 4096, 4, 0, 0, 0, 0, 0, 0
+    KVR_POLICY_KVROUTE, 16, 1.0, 4, 1.5, 0, 4096, 4, 0, 0, 0, 0, 0, 0, 0
 };
 
 static kvr_policy_conf_t  conf_dynamo = {
-    KVR_POLICY_DYNAMO, 16, 1.0, 4, 1.5, 0, 4096, 4, 0, 0, 0, 0, 0, 0
+    KVR_POLICY_DYNAMO, 16, 1.0, 4, 1.5, 0, 4096, 4, 0, 0, 0, 0, 0, 0, 0
 };
 
 static kvr_policy_conf_t  conf_cost = {
-    KVR_POLICY_COST, 16, 1.0, 4, 1.5, 0, 4096, 4, 0, 0, 0, 0, 0, 0
+    KVR_POLICY_COST, 16, 1.0, 4, 1.5, 0, 4096, 4, 0, 0, 0, 0, 0, 0, 0
 };
 
 static kvr_policy_conf_t  conf_ttft = {
-    KVR_POLICY_TTFT, 16, 1.0, 4, 1.5, 0, 4096, 4, 1200, 2, 40000, 0, 0, 0
+    KVR_POLICY_TTFT, 16, 1.0, 4, 1.5, 0, 4096, 4, 1200, 2, 40000, 0, 0, 0, 0
 };
 
 /* policy=ttft with a prefix no server holds placed by rendezvous */
 static kvr_policy_conf_t  conf_place = {
-    KVR_POLICY_TTFT, 16, 1.0, 4, 1.5, 0, 4096, 4, 1200, 2, 40000, 1200, 0, 0
+    KVR_POLICY_TTFT, 16, 1.0, 4, 1.5, 0, 4096, 4, 1200, 2, 40000, 1200, 0, 0, 0
 };
 
 
@@ -328,6 +328,26 @@ test_ttft(kvr_demand_t *d)
     c[1].speed = 0;
     pick = kvr_policy_pick(&conf_ttft, c, 2, d, &why);
     tap_is(pick, 1, "ttft: speed 0 is unknown: as fast");
+
+    /*
+     * the request's own output: 16 tokens of 100 prompt tokens each,
+     * 1,600 at speed 1 and 3,200 at speed 0.5
+     */
+    reset(c, 2);
+    c[0].inflight = 2;                          /* 1,600 + 2,400 */
+    c[1].speed = 0.5;                           /* 1,600 / 0.5 */
+    c[0].speed = 1;
+    pick = kvr_policy_pick(&conf_ttft, c, 2, d, &why);
+    tap_is(pick, 1, "ttft: an idle slow engine before a busy fast one");
+
+    conf_ttft.ttft_own = 100;                   /* 5,600 against 6,400 */
+    pick = kvr_policy_pick(&conf_ttft, c, 2, d, &why);
+    tap_is(pick, 0, "ttft: ... unless the output decodes slower there");
+
+    c[0].inflight = 3;                          /* 6,800 against 6,400 */
+    pick = kvr_policy_pick(&conf_ttft, c, 2, d, &why);
+    tap_is(pick, 1, "ttft: ... while the fast one is not too busy");
+    conf_ttft.ttft_own = 0;
 
     /* a cached prefix against an idle server */
     reset(c, 2);

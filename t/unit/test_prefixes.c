@@ -19,15 +19,15 @@
 
 
 static kvr_policy_conf_t  conf_kvroute = {
-    KVR_POLICY_KVROUTE, 16, 1.0, 4, 1.5, 1, 4096, 4, 1200, 2, 40000, 0, 0, 0
+    KVR_POLICY_KVROUTE, 16, 1.0, 4, 1.5, 1, 4096, 4, 1200, 2, 40000, 0, 0, 0, 0
 };
 
 static kvr_policy_conf_t  conf_dynamo = {
-    KVR_POLICY_DYNAMO, 16, 1.0, 4, 1.5, 1, 4096, 4, 1200, 2, 40000, 0, 0, 0
+    KVR_POLICY_DYNAMO, 16, 1.0, 4, 1.5, 1, 4096, 4, 1200, 2, 40000, 0, 0, 0, 0
 };
 
 static kvr_policy_conf_t  conf_cost = {
-    KVR_POLICY_COST, 16, 1.0, 4, 1.5, 1, 4096, 4, 1200, 2, 40000, 0, 0, 0
+    KVR_POLICY_COST, 16, 1.0, 4, 1.5, 1, 4096, 4, 1200, 2, 40000, 0, 0, 0, 0
 };
 
 

@@ -10,8 +10,8 @@
  *                 ttft_evict, ttft_wait
  *   in[11 .. 18]  demand: blocks, tokens, first_block (hi, lo), share,
  *                 random (hi, lo), out_blocks
- *   in[19 .. 20]  conf: host_weight, disk_weight
- *   in[21 ..]     KVR_FLAT_CAND values a candidate: overlap, inflight,
+ *   in[19 .. 21]  conf: host_weight, disk_weight, ttft_own
+ *   in[22 ..]     KVR_FLAT_CAND values a candidate: overlap, inflight,
  *                 inflight_tokens, inflight_prefill, id_hash (hi, lo),
  *                 weight, cached_blocks, capacity, prefixes, pinned,
  *                 pinned_own, overlap_host, overlap_disk, speed
@@ -73,6 +73,7 @@ kvr_flat_pick(const double *in, uint32_t n)
     conf.ttft_wait = in[10];
     conf.host_weight = in[19];
     conf.disk_weight = in[20];
+    conf.ttft_own = in[21];
 
     /* the module's default: the simulator sees one frontend */
     conf.place_slack = KVR_POLICY_PLACE_SLACK;

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 
-#define KVR_FLAT_HEAD      21
+#define KVR_FLAT_HEAD      22
 #define KVR_FLAT_CAND      15
 #define KVR_FLAT_MAX       64
 #define KVR_FLAT_SIZE(n)   (KVR_FLAT_HEAD + (n) * KVR_FLAT_CAND)
