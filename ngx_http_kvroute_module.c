@@ -212,6 +212,17 @@ ngx_http_kvroute_check_params(ngx_conf_t *cf,
                                   ? 600 : 1200;
     }
 
+    /*
+     * this request's own output, a token in prompt tokens of the fastest
+     * engine's prefill: only the speeds tell engines apart by it; a
+     * closed-loop client waits for the output on a slow engine too
+     * (BENCHMARKS §2.31)
+     */
+
+    if (kcf->policy.ttft_own < 0) {
+        kcf->policy.ttft_own = (kcf->metrics && kcf->metrics_speed) ? 50 : 0;
+    }
+
     if (kcf->mode == NGX_HTTP_KVROUTE_MODE_KV) {
         if (kcf->events_port.number + kcf->events_ranks.first
             + kcf->events_ranks.count - 1 > 65535)
@@ -772,6 +783,7 @@ ngx_http_kvroute_create_srv_conf(ngx_conf_t *cf)
     kcf->chunk_bytes = NGX_CONF_UNSET_UINT;     /* 4 * block_size */
     kcf->policy.policy = KVR_POLICY_TTFT;
     kcf->policy.ttft_decode = -1;           /* unset: check_params */
+    kcf->policy.ttft_own = -1;              /* unset: check_params */
     kcf->policy.ttft_evict = 2;
     kcf->policy.ttft_wait = 40000;
     kcf->policy.place_slack = KVR_POLICY_PLACE_SLACK;

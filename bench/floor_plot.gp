@@ -23,5 +23,11 @@ set xrange [0:*]
 set offsets 0.5, 0.5, 0, 0
 set arrow from graph 0, first floor to graph 1, first floor nohead dt 2 lc rgb "red" lw 1.5
 
+# a colour a column, past the default cycle of eight (one repeated
+# colour made two policies look alike)
+array colours[12] = ["#9400d3", "#009e73", "#56b4e9", "#e69f00", "#f0e442", "#0072b2", \
+    "#e51e10", "#000000", "#cc79a7", "#8b4513", "#808080", "#2e8b57"]
+
 # a missing value (NaN) breaks the line rather than joining its neighbours
-plot for [i=3:ncols] datafile using 1:i:xtic(2) with linespoints lw 1.5 pt (i - 2) title columnheader(i)
+plot for [i=3:ncols] datafile using 1:i:xtic(2) with linespoints lw 1.5 pt (i - 2) \
+    lc rgb colours[(i - 3) % 12 + 1] title columnheader(i)

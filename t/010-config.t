@@ -527,7 +527,7 @@ load_module $TEST_NGINX_KVROUTE_SO;
 --- http_config
 upstream llm {
     kvroute policy=ttft ttft_decode=800 ttft_evict=1.5 ttft_wait=30000
-            ttft_output=64;
+            ttft_output=64 ttft_own=50;
     server 127.0.0.1:8000;
 }
 --- config

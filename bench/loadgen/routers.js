@@ -80,9 +80,11 @@ function routerTable(top, build, opts = {}) {
     // the policy simulator's best on the seed grid with speeds (BENCHMARKS
     // §2.26); and the speeds alone, the engines' load not taken
     // (metrics_load=off)
-    'kvroute-kv-speed600': kv(`${events} metrics=on metrics_speed=on ttft_decode=600`, ['--kv-events', 'zmq']),
+    // (ttft_own=0: the default with speeds until 2026-12-04, §2.31)
+    'kvroute-kv-speed600': kv(`${events} metrics=on metrics_speed=on ttft_decode=600 ttft_own=0`, ['--kv-events', 'zmq']),
     // and this request's own output weighed at each engine's speed, 50
-    // prompt tokens of prefill a token (ttft_own; BENCHMARKS §2.31)
+    // prompt tokens of prefill a token (ttft_own; BENCHMARKS §2.31): what
+    // metrics=on gives since 2026-12-04
     'kvroute-kv-own50': kv(`${events} metrics=on metrics_speed=on ttft_decode=600 ttft_own=50`, ['--kv-events', 'zmq']),
     'kvroute-kv-speedonly': kv(`${events} metrics=on metrics_speed=on metrics_load=off ttft_decode=1200`, ['--kv-events', 'zmq']),
     'kvroute-kv-speedonly600': kv(`${events} metrics=on metrics_speed=on metrics_load=off ttft_decode=600`, ['--kv-events', 'zmq']),

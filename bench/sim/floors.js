@@ -8,8 +8,10 @@
 // policy=ttft (the module's C code in WebAssembly)
 // without and with the engines' speeds learned from their inter-token
 // latency (metrics_speed=on, scraped every 500 ms as metrics_interval's
-// default). Each figure is the median over the seeds' runs; 720 requests,
-// the first 96 not counted; one configuration for every point.
+// default); with them, this request's own output weighed (ttft_own 50,
+// the default with speeds) and not (0, the default until 2026-12-04).
+// Each figure is the median over the seeds' runs; 720 requests, the
+// first 96 not counted; one configuration for every point.
 //   node bench/sim/floors.js [--seeds 1,2,3] [--requests 720] [--jsonl FILE]
 //       [--gpus 24g,8g,8g]   (the nodes; e.g. 8g,8g,8g for equal ones)
 //       [--workers 6,3] [--prefixes 2,7,12,24] [--concurrency 4,8,16]
@@ -49,11 +51,15 @@ const POLICIES = {
   partition: () => P.partition(),
   'kvroute ttft': () => C.ttftC(1200, 2, 40000, 0.75, 0),
   // with speeds the module's ttft_decode defaults to 600 (BENCHMARKS §2.26)
-  'kvroute ttft+speed': () => C.ttftC(600, 2, 40000, 0.75, 500),
+  // and ttft_own to 50 (§2.31); own=0: the default until 2026-12-04
+  'kvroute ttft+speed': () => C.ttftC(600, 2, 40000, 0.75, 500, 50),
+  'kvroute ttft+speed own=0': () => C.ttftC(600, 2, 40000, 0.75, 500, 0),
 };
 
+const EXTRA = new Set();
 for (const spec of (v.own ? v.own.split(',') : [])) {
   const [own, decode = 600] = spec.split(':').map(Number);
+  EXTRA.add(`kvroute ttft+speed own=${spec}`);
   POLICIES[`kvroute ttft+speed own=${spec}`] = () => C.ttftC(decode, 2, 40000, 0.75, 500, own);
 }
 
@@ -71,7 +77,7 @@ for (const w of v.workers.split(',').map(Number)) {
   for (const p of v.prefixes.split(',').map(Number)) {
     for (const c of v.concurrency.split(',').map(Number)) {
       for (const [name, mk] of Object.entries(POLICIES)) {
-        if (v.policies && name !== 'dynamo' && !name.includes(' own=') && !v.policies.split(',').includes(name)) continue;
+        if (v.policies && name !== 'dynamo' && !EXTRA.has(name) && !v.policies.split(',').includes(name)) continue;
         const rs = seeds.map((seed) => simulate({ workers: w, prefixes: p, concurrency: c,
           requests: Number(v.requests), seed, measureFrom: Number(v['measure-from']),
           gpus: parseGpus(v.gpus), maxTokens: DEFAULT_MAX_TOKENS }, mk()));

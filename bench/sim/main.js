@@ -11,7 +11,7 @@
 // POLICY: random, random_conn, round_robin, partition, dynamo[:W], kvroute[:ABS:REL],
 // cost[:CORUN:EVICT], room[:DECODE:EVICT:WAIT:PEND:SLACK:DEDUP] (experimental:
 // the KV room a request needs, bench/sim/policies.js), ttft[:DECODE:EVICT];
-// ttft_c[:DECODE:EVICT:WAIT] (the module's policy=ttft itself, in
+// ttft_c[:DECODE:EVICT:WAIT:HOST:SPEED_MS:OWN] (the module's policy=ttft itself, in
 // WebAssembly: bench/sim/cpolicy.js, make policy-wasm);
 // kvroute+admit and cost+admit add src/route/kvr_policy.c's
 // admission check

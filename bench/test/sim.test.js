@@ -79,7 +79,7 @@ test('floor tables: runs of a point are its median; each floor is judged against
     workers: 6, prefixes: 24, concurrency: 16, runs: 1,
     steady: { requests_per_s: rps, ttft_p50_ms: 50, ttft_p99_ms: p99, cached_token_ratio: ctr } } });
   fs.writeFileSync(path.join(dir, 'rows.jsonl'), [kv('dynamo', 10, 200, 0.3), kv('dynamo', 12, 300, 0.3),
-    kv('dynamo', 20, 100, 0.3), kv('kvroute-kv-speed600', 11.5, 250, 0.6), kv('partition', 9, 900, 0.7)].join('\n'));
+    kv('dynamo', 20, 100, 0.3), kv('kvroute-kv-own50', 11.5, 250, 0.6), kv('partition', 9, 900, 0.7)].join('\n'));
   const point = { w: 3, p: 24, c: 8, ttft_p50_ms: 70, cached_token_ratio: 0.3, runs: 3 };
   fs.writeFileSync(path.join(dir, 'sim.jsonl'), [
     Object.assign({ policy: 'dynamo', requests_per_s: 15, ttft_p99_ms: 120 }, point),
@@ -143,4 +143,15 @@ test('open loop (--rate): arrivals do not wait for answers; past capacity the qu
   assert.ok(heavy.ttft_p50_ms > 10 * light.ttft_p50_ms, JSON.stringify([heavy, light]));
   // the same arrivals every time
   assert.deepEqual(sim(args.concat(['--rate', '8', 'round_robin'])), [light]);
+});
+
+test('ttft_own: on unequal nodes the answer decodes slower on a laptop, so more stays on the fast node; equal engines: no change', () => {
+  const base = ['--workers', '6', '--prefixes', '7', '--concurrency', '4', '--requests', '300',
+    '--seeds', '1', '--max-tokens', '29'];
+  const spec = (own) => `ttft_c:600:2:40000:0.75:500:${own}`;
+  const [off, on] = sim([...base, '--gpus', '24g,8g,8g', spec(0), spec(50)]);
+  assert.ok(on.requests_per_s > 1.05 * off.requests_per_s, JSON.stringify([off, on]));
+  const [eqOff, eqOn] = sim([...base, spec(0), spec(50)]);
+  const strip = (r) => Object.assign({}, r, { policy: '' });
+  assert.deepEqual(strip(eqOn), strip(eqOff));
 });
