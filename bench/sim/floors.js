@@ -52,15 +52,15 @@ const POLICIES = {
   'kvroute ttft': () => C.ttftC(1200, 2, 40000, 0.75, 0),
   // with speeds the module's ttft_decode defaults to 600 (BENCHMARKS §2.26)
   // and ttft_own to 50 (§2.31); own=0: the default until 2026-12-04
-  'kvroute ttft+speed': () => C.ttftC(600, 2, 40000, 0.75, 500, 50),
-  'kvroute ttft+speed own=0': () => C.ttftC(600, 2, 40000, 0.75, 500, 0),
+  'kvroute ttft+speed': () => C.ttftMetrics(),
+  'kvroute ttft+speed own=0': () => C.ttftMetrics(0),
 };
 
 const EXTRA = new Set();
 for (const spec of (v.own ? v.own.split(',') : [])) {
   const [own, decode = 600] = spec.split(':').map(Number);
   EXTRA.add(`kvroute ttft+speed own=${spec}`);
-  POLICIES[`kvroute ttft+speed own=${spec}`] = () => C.ttftC(decode, 2, 40000, 0.75, 500, own);
+  POLICIES[`kvroute ttft+speed own=${spec}`] = () => C.ttftMetrics(own, decode);
 }
 
 const median = (xs) => {

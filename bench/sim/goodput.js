@@ -4,8 +4,8 @@
 // at a fixed rate, as kvbench --rate draws them), the highest rate whose
 // TTFT p99 stays at or under 1 s, for Dynamo and kvroute's policy=ttft
 // with the engines' speeds, with and without this request's own output
-// weighed (ttft_own). Rates step by --step; a policy's knee is the last
-// rate before the first whose median p99 over the seeds exceeds the limit.
+// weighed (ttft_own). Rates step by --step; a policy's knee is bench/
+// sweep.js's goodput() of the median p99s over the seeds.
 //   node bench/sim/goodput.js [--workers 6,3] [--prefixes 24] [--seeds 1,2,3]
 //       [--from 8] [--to 40] [--step 1] [--own 0,50] [--limit-ms 1000]
 
@@ -14,6 +14,7 @@ const { parseArgs } = require('node:util');
 const { simulate } = require('./sim');
 const P = require('./policies');
 const C = require('./cpolicy');
+const { goodput } = require('../sweep');
 const { parseGpus } = require('../emulator/options');
 const { DEFAULT_MAX_TOKENS } = require('../fidelity/model');
 
@@ -32,7 +33,7 @@ const { values: v } = parseArgs({ options: {
 
 const POLICIES = { dynamo: () => P.dynamoExact() };
 for (const own of v.own.split(',').map(Number)) {
-  POLICIES[`kvroute ttft+speed own=${own}`] = () => C.ttftC(600, 2, 40000, 0.75, 500, own);
+  POLICIES[`kvroute ttft+speed own=${own}`] = () => C.ttftMetrics(own);
 }
 
 const median = (xs) => {
@@ -46,17 +47,17 @@ for (const w of v.workers.split(',').map(Number)) {
   for (const p of v.prefixes.split(',').map(Number)) {
     const knees = {};
     for (const [name, mk] of Object.entries(POLICIES)) {
-      let knee = 0;
+      const points = [];
       for (let rate = Number(v.from); rate <= Number(v.to); rate += Number(v.step)) {
         // closed-loop concurrency names the clients the arrivals come from
         const p99 = median(seeds.map((seed) => simulate({ workers: w, prefixes: p, concurrency: 16,
           requests: Number(v.requests), seed, measureFrom: 96, rate, gpus: parseGpus(v.gpus),
           maxTokens: DEFAULT_MAX_TOKENS }, mk()).ttft_p99_ms));
         process.stdout.write(`${w}w/${p} ${name} rate ${rate}: p99 ${p99.toFixed(1)} ms\n`);
-        if (p99 > limit) break;
-        knee = rate;
+        points.push({ rate, ttft_p99_ms: p99 });
+        if (p99 > limit) break;           // sweep.js's rule ends the knee here
       }
-      knees[name] = knee;
+      knees[name] = goodput(points, limit) ?? 0;
     }
     const d = knees.dynamo;
     for (const [name, k] of Object.entries(knees)) {
