@@ -224,7 +224,15 @@ async function handleGenerate(engine, req, res, chat) {
         cached += Math.max(c.request.numCachedTokens, 0);
       }
     }
-    return usageOf(promptTokens, completion, cached);
+    const u = usageOf(promptTokens, completion, cached);
+    // --trace: how the first prompt's request went in the engine, in model
+    // ms (kvbench's KVBENCH_TRACE lines carry it), for looking into a policy
+    if (engine.o.trace && choices.length > 0 && choices[0].request) {
+      const r = choices[0].request;
+      u.emulator_trace = { queue_ms: r.scheduledMs - r.submitMs,
+        prefill_ms: r.firstTokenMs - r.scheduledMs, preemptions: r.preemptions };
+    }
+    return u;
   };
 
   const finishAll = () => {

@@ -166,6 +166,7 @@ async function main() {
         eventForms: o.eventForms,
         loraModules: o.loraModules,
         mmTokens: o.mmTokens,
+        trace: o.trace,
       }, tokenizer, filler));
     }
     engines.push(R === 1 ? ranks[0]

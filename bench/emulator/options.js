@@ -84,6 +84,7 @@ const SPEC = {
   'engine-set': { type: 'string', default: '' },
   'max-batched-tokens': { type: 'string', default: String(DEFAULT_TIMING.maxBatchedTokens) },
   'max-num-seqs': { type: 'string', default: String(DEFAULT_TIMING.maxNumSeqs) },
+  trace: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h' },
 };
 
@@ -148,6 +149,8 @@ function parseOptions(argv) {
     share: num(v.share, 'share', 0, false),
     frontendUs: num(v['frontend-us'], 'frontend-us', 0, false),
     processes: num(v.processes, 'processes', 1, true),
+    // each answer's usage says how its request went in the engine
+    trace: !!v.trace,
     // the engines this process runs (a child of --processes); all by default
     engineSet: v['engine-set'] ? v['engine-set'].split(',').map((x) => num(x, 'engine-set', 0, true)) : null,
     timing: {

@@ -147,6 +147,7 @@ class Scheduler {
     }
     extendBlockHashes(req.blockHashes, req.tokens, req.promptLen, this.bs, this.root, req.keys);
     req.state = 'waiting';
+    req.submitMs = this.gpu.clock.now();
     this.waiting.push(req);
     this._kick();
   }

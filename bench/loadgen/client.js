@@ -58,6 +58,7 @@ function sendOne(agent, port, body, headers, onFirst) {
         }
         rec.promptTokens = usage.prompt_tokens;
         rec.cachedTokens = usage.prompt_tokens_details ? usage.prompt_tokens_details.cached_tokens : 0;
+        if (usage.emulator_trace) rec.emulatorTrace = usage.emulator_trace;
         rec.ok = true;
         resolve(rec);
       });

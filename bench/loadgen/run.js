@@ -78,6 +78,7 @@ async function runPoint(o, words) {
     ...(o.frontendUs === null || o.frontendUs === undefined ? [] : ['--frontend-us', String(o.frontendUs)]),
     '--processes', String(o.emulatorProcesses || 1),
     ...(o.dpRanks > 1 ? ['--dp-ranks', String(o.dpRanks)] : []),
+    ...(process.env.KVBENCH_TRACE ? ['--trace'] : []),
     ...(o.keys && o.keys.lora ? ['--lora-modules', Array.from({ length: o.keys.lora }, (_, k) => `ad-${k + 1}`).join(',')] : []),
   ].concat(router.emulatorArgs || [], o.emulatorArgs || [],
     o.engineScale && o.engineScale.length ? [`--engine-scale=${o.engineScale.join(',')}`] : []);
@@ -249,7 +250,7 @@ async function drive(o, wl, emu, ports, extra) {
     // one line a request, in send order: for looking into a policy
     require('node:fs').writeFileSync(process.env.KVBENCH_TRACE, records.map((r) =>
       JSON.stringify({ prefix: r.prefixId, engine: r.engine, cached: r.cachedTokens, frontend: r.frontend, overlap: r.overlap, reason: r.reason,
-        ttft: r.ttftMs, total: r.totalMs })).join('\n') + '\n');
+        ttft: r.ttftMs, total: r.totalMs, sent: r.sentMs, emulator: r.emulatorTrace })).join('\n') + '\n');
   }
   const res = summarise(records, wallMs * ts, {
     router: o.router, workers: o.workers, prefixes: o.prefixes, concurrency: o.concurrency,

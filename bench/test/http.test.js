@@ -365,3 +365,23 @@ test('concurrent requests on a small cache all complete', async () => {
     await e.stop();
   }
 });
+
+
+test('--trace: the usage says how the request went in the engine; without it, nothing', async () => {
+  const traced = await startEmulator(['--time-scale', '50', '--capacity-blocks', '400', '--trace'], 1);
+  try {
+    const prompt = tokens(5, 600);
+    const a = await postJson(traced.basePort, '/v1/completions', { prompt, max_tokens: 3 });
+    assert.equal(a.status, 200);
+    const t = a.json.usage.emulator_trace;
+    assert.ok(t, 'a trace with --trace');
+    assert.ok(t.queue_ms >= 0, `queue_ms ${t.queue_ms}`);
+    // 600 tokens of prefill take model time before the first token
+    assert.ok(t.prefill_ms > 0, `prefill_ms ${t.prefill_ms}`);
+    assert.equal(t.preemptions, 0);
+  } finally {
+    assert.equal(await traced.stop(), 0);
+  }
+  const b = await postJson(emu.basePort, '/v1/completions', { prompt: tokens(6, 40), max_tokens: 2 });
+  assert.equal(b.json.usage.emulator_trace, undefined, 'no trace without --trace');
+});
