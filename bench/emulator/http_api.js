@@ -230,7 +230,9 @@ async function handleGenerate(engine, req, res, chat) {
     if (engine.o.trace && choices.length > 0 && choices[0].request) {
       const r = choices[0].request;
       u.emulator_trace = { queue_ms: r.scheduledMs - r.submitMs,
-        prefill_ms: r.firstTokenMs - r.scheduledMs, preemptions: r.preemptions };
+        prefill_ms: r.firstTokenMs - r.scheduledMs, preemptions: r.preemptions,
+        // the engine when it came: KV blocks in use, requests running, waiting
+        at_submit: r.atSubmit };
     }
     return u;
   };

@@ -148,6 +148,8 @@ class Scheduler {
     extendBlockHashes(req.blockHashes, req.tokens, req.promptLen, this.bs, this.root, req.keys);
     req.state = 'waiting';
     req.submitMs = this.gpu.clock.now();
+    req.atSubmit = { used: this.cache.numBlocks - this.cache.numFree(),
+      running: this.running.length, waiting: this.waiting.length };
     this.waiting.push(req);
     this._kick();
   }

@@ -379,6 +379,19 @@ test('--trace: the usage says how the request went in the engine; without it, no
     // 600 tokens of prefill take model time before the first token
     assert.ok(t.prefill_ms > 0, `prefill_ms ${t.prefill_ms}`);
     assert.equal(t.preemptions, 0);
+    // the engine when it came: idle, its cache empty of running requests
+    assert.deepEqual(t.at_submit, { used: 0, running: 0, waiting: 0 });
+    // a second while the first runs: the engine says what it held
+    const prompt2 = tokens(7, 600);
+    const [c, d] = await Promise.all([
+      postJson(traced.basePort, '/v1/completions', { prompt: prompt2, max_tokens: 1500 }),
+      new Promise((resolve) => setTimeout(resolve, 20)).then(() =>
+        postJson(traced.basePort, '/v1/completions', { prompt: tokens(9, 300), max_tokens: 2 })),
+    ]);
+    assert.equal(c.status, 200);
+    const s = d.json.usage.emulator_trace.at_submit;
+    assert.equal(s.running + s.waiting, 1, `the first request in the engine: ${JSON.stringify(s)}`);
+    assert.ok(s.running === 0 || s.used > 0, 'a running request holds blocks');
   } finally {
     assert.equal(await traced.stop(), 0);
   }
