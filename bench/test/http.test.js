@@ -381,10 +381,12 @@ test('--trace: the usage says how the request went in the engine; without it, no
     assert.equal(t.preemptions, 0);
     // the engine when it came: idle, its cache empty of running requests
     assert.deepEqual(t.at_submit, { used: 0, running: 0, waiting: 0 });
-    // a second while the first runs: the engine says what it held
+    // a second while the first runs (3,000 steps: a few hundred ms even at
+    // time scale 50, against the 20 ms the second waits): the engine says
+    // what it held
     const prompt2 = tokens(7, 600);
     const [c, d] = await Promise.all([
-      postJson(traced.basePort, '/v1/completions', { prompt: prompt2, max_tokens: 1500 }),
+      postJson(traced.basePort, '/v1/completions', { prompt: prompt2, max_tokens: 3000 }),
       new Promise((resolve) => setTimeout(resolve, 20)).then(() =>
         postJson(traced.basePort, '/v1/completions', { prompt: tokens(9, 300), max_tokens: 2 })),
     ]);
