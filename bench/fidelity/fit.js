@@ -308,4 +308,4 @@ function gainTable(rows) {
 
 if (require.main === module) main();
 
-module.exports = { evaluate, score, gainRows, fit, BOUNDS, policyFor };
+module.exports = { evaluate, score, gainRows, gainTable, table, fit, BOUNDS, policyFor };

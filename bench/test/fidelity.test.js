@@ -48,3 +48,31 @@ test('the report counts cells within tolerance and the gains over round robin', 
   assert.match(md, /gain over round robin within 10 points of the seed's: 4\/4/);
   assert.match(md, /in the seed's direction at c16: 4\/4/);
 });
+
+test('multistart: starts drawn within the bounds, the same for a seed; chosen by the fitted cells', () => {
+  const { rng } = require('../loadgen/workload');
+  const { BOUNDS } = require('../fidelity/fit');
+  const { drawStart, chooseByInSample } = require('../fidelity/multistart');
+  const a = rng(7);
+  const b = rng(7);
+  const starts = Array.from({ length: 50 }, () => drawStart(a));
+  assert.deepEqual(Array.from({ length: 50 }, () => drawStart(b)), starts);
+  for (const s of starts) {
+    for (const [k, [lo, hi]] of Object.entries(BOUNDS)) {
+      assert.ok(s[k] >= lo && s[k] <= hi, `${k} ${s[k]}`);
+      // no term starts switched off
+      assert.ok(s[k] > 0, k);
+    }
+    assert.ok(Number.isInteger(s.maxTokens));
+  }
+  // the starts spread over the ranges, not one corner
+  const fr = starts.map((s) => s.step8g);
+  assert.ok(Math.min(...fr) < 0.4 && Math.max(...fr) > 0.8);
+  // the held-out cells (within_3w) never decide
+  const rows = [
+    { search: 1, in_sample_score: 5.2, within_3w: '30/36' },
+    { search: 2, in_sample_score: 3.1, within_3w: '20/36' },
+    { search: 3, in_sample_score: 3.1, within_3w: '33/36' },
+  ];
+  assert.equal(chooseByInSample(rows).search, 2);
+});
