@@ -10,7 +10,8 @@
 // held-out cells steers the choice.
 //
 //   node bench/fidelity/multistart.js [--on 6|all] [--starts 6] [--jobs 2]
-//       [--evals 200] [--refine K] [--refine-evals N] [--resume FILE]
+//       [--evals 200] [--refine K] [--refine-evals N] [--resume FILE,...]
+//       [--search-base B]
 //       [--search-seeds 1] [--judge-seeds 1,2,3] [--rng-seed 1] [--out DIR]
 //
 // Each search is fit.js's evolution strategy in a process of its own
@@ -19,7 +20,8 @@
 // per search and the winner's table of every cell. --refine K searches on
 // from the K best by the fitted cells (--refine-evals more evaluations
 // each); --resume FILE takes the first stage from an earlier
-// multistart.jsonl instead of searching it again. With --out, writes
+// multistart.jsonl instead of searching it again (with --starts 0, only
+// that). With --out, writes
 // multistart.jsonl (every search) and multistart.md (the winner) there.
 
 const { parseArgs } = require('node:util');
@@ -107,6 +109,7 @@ async function main() {
     refine: { type: 'string', default: '0' },
     'refine-evals': { type: 'string' },
     resume: { type: 'string' },
+    'search-base': { type: 'string', default: '0' },
     'search-seeds': { type: 'string', default: '1' },
     'judge-seeds': { type: 'string', default: '1,2,3' },
     'rng-seed': { type: 'string', default: '1' },
@@ -129,18 +132,22 @@ async function main() {
     return res;
   }), Number(v.jobs));
 
-  // stage 1: the drawn starts (or, with --resume, a previous run's rows,
-  // judged again here so that every row is judged alike)
+  // stage 1: the drawn starts, and with --resume earlier runs' first
+  // stages (comma-separated files), judged again here so that every row is
+  // judged alike; --search-base numbers this run's searches (and seeds
+  // their strategies) after an earlier run's
   let rows = [];
-  if (v.resume) {
-    const prev = fs.readFileSync(v.resume, 'utf8').trim().split('\n').map((l) => JSON.parse(l))
+  for (const file of v.resume ? v.resume.split(',') : []) {
+    const prev = fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l))
       .filter((x) => (x.stage || 1) === 1);
     for (const x of prev) rows.push(judge(x.search, x.start, x.params, 1));
-  } else {
+  }
+  const base = Number(v['search-base']);
+  if (Number(v.starts) > 0) {
     const r = rng(Number(v['rng-seed']));
     const starts = Array.from({ length: Number(v.starts) }, () => drawStart(r));
-    const found = await searches(starts, v.evals, 0);
-    for (let i = 0; i < found.length; i++) rows.push(judge(i + 1, starts[i], found[i].params, 1));
+    const found = await searches(starts, v.evals, base);
+    for (let i = 0; i < found.length; i++) rows.push(judge(base + i + 1, starts[i], found[i].params, 1));
   }
 
   // stage 2: the best --refine of them by the fitted cells, searched on
@@ -148,9 +155,9 @@ async function main() {
   const k = Number(v.refine);
   if (k > 0) {
     const top = rows.slice().sort((a, b) => a.in_sample_score - b.in_sample_score).slice(0, k);
-    const found = await searches(top.map((x) => x.params), v['refine-evals'] || v.evals, 100);
+    const found = await searches(top.map((x) => x.params), v['refine-evals'] || v.evals, base + 100);
     for (let i = 0; i < found.length; i++) {
-      rows.push(judge(100 + i + 1, top[i].params, found[i].params, 2));
+      rows.push(judge(base + 100 + i + 1, top[i].params, found[i].params, 2));
     }
   }
 
