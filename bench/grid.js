@@ -756,22 +756,28 @@ async function main() {
   return failed ? 1 : 0;
 }
 
-for (const sig of ['SIGINT', 'SIGTERM']) {
-  process.on(sig, () => {
-    if (stopping) return;
-    stopping = true;
-    process.stderr.write(`grid: ${sig}, stopping the running point (its result is not recorded)\n`);
-    if (child) {
-      // kvbench stops its emulator and nginx on SIGTERM
-      child.kill('SIGTERM');
-      child.once('close', () => process.exit(130));
-    } else {
-      process.exit(130);
-    }
-  });
+// only when grid.js is the program: the fitting tools require it for the
+// seed's tables (fidelity/cells.js), and a handler installed there would
+// keep them from stopping on SIGINT or SIGTERM while they compute
+function stopOnSignals() {
+  for (const sig of ['SIGINT', 'SIGTERM']) {
+    process.on(sig, () => {
+      if (stopping) return;
+      stopping = true;
+      process.stderr.write(`grid: ${sig}, stopping the running point (its result is not recorded)\n`);
+      if (child) {
+        // kvbench stops its emulator and nginx on SIGTERM
+        child.kill('SIGTERM');
+        child.once('close', () => process.exit(130));
+      } else {
+        process.exit(130);
+      }
+    });
+  }
 }
 
 if (require.main === module) {
+  stopOnSignals();
   main().then((code) => process.exit(code), (err) => {
     process.stderr.write(`grid: ${err.message}\n`);
     process.exit(2);

@@ -51,15 +51,27 @@ function drawStart(r) {
   return out;
 }
 
+// the searches running, stopped with this process: each is busy for
+// minutes, and nothing else would stop it
+const running = new Set();
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, () => {
+    for (const child of running) child.kill('SIGKILL');
+    process.exit(130);
+  });
+}
+
 function runSearch(i, start, v) {
   return new Promise((resolve, reject) => {
     const args = [path.join(__dirname, 'fit.js'), '--on', v.on, '--seeds', v['search-seeds'],
       '--evals', v.evals, '--start', JSON.stringify(start), '--rng-seed', String(i + 1)];
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'ignore'] });
+    running.add(child);
     let stdout = '';
     child.stdout.on('data', (d) => { stdout += d; });
     child.on('error', reject);
     child.on('close', (code) => {
+      running.delete(child);
       if (code !== 0) return reject(new Error(`search ${i} exited ${code}`));
       resolve(JSON.parse(stdout.split('\n')[0]));
     });

@@ -76,3 +76,16 @@ test('multistart: starts drawn within the bounds, the same for a seed; chosen by
   ];
   assert.equal(chooseByInSample(rows).search, 2);
 });
+
+test('the seed tables come from grid.js without its signal handlers: a fit stops on SIGTERM', () => {
+  const { spawnSync } = require('node:child_process');
+  const path = require('node:path');
+  const dir = path.join(__dirname, '..');
+  // what fit.js and multistart.js load, then a busy loop as a search is
+  const r = spawnSync(process.execPath, ['-e', `require('./fidelity/cells'); require('./fidelity/fit');
+    const n = process.listenerCount('SIGTERM') + process.listenerCount('SIGINT');
+    process.stdout.write(String(n)); process.kill(process.pid, 'SIGTERM');
+    const t = Date.now(); while (Date.now() - t < 3000) {} process.exit(3);`], { cwd: dir, encoding: 'utf8' });
+  assert.equal(r.stdout, '0');
+  assert.equal(r.signal, 'SIGTERM');
+});
