@@ -241,6 +241,21 @@ function table(rows) {
   return lines.join('\n');
 }
 
+// the counts a fit is reported by: cells within tolerance, by worker
+// count and kind, and the gain floors
+function summarize(all) {
+  const gains = gainRows(all);
+  return {
+    within_all: countOk(all, () => true),
+    within_6w: countOk(all, (r) => r.w === 6),
+    within_3w: countOk(all, (r) => r.w === 3),
+    within_rps: countOk(all, (r) => r.field === 'rps'),
+    within_rr_p99_c16: countOk(all, (r) => r.field === 'p99' && r.c === 16 && r.variant === 'round_robin'),
+    rps_gain_within_10pp: countOk(gains, (r) => r.kind === 'rps gain'),
+    p99_direction_c16: countOk(gains, (r) => r.kind === 'p99 direction'),
+  };
+}
+
 function countOk(rows, pred) {
   const sel = rows.filter(pred);
   return `${sel.filter((r) => r.ok).length}/${sel.length}`;
@@ -286,13 +301,7 @@ function main() {
     fitted_on: v.on === '6' ? '6-worker cells' : 'all cells',
     params: result.best,
     evals: result.evals,
-    within_all: countOk(all, () => true),
-    within_6w: countOk(all, (r) => r.w === 6),
-    within_3w: countOk(all, (r) => r.w === 3),
-    within_rps: countOk(all, (r) => r.field === 'rps'),
-    within_rr_p99_c16: countOk(all, (r) => r.field === 'p99' && r.c === 16 && r.variant === 'round_robin'),
-    rps_gain_within_10pp: countOk(gainRows(all), (r) => r.kind === 'rps gain'),
-    p99_direction_c16: countOk(gainRows(all), (r) => r.kind === 'p99 direction'),
+    ...summarize(all),
   };
   process.stdout.write(JSON.stringify(out) + '\n');
   process.stdout.write(table(all) + '\n\n');
@@ -308,4 +317,4 @@ function gainTable(rows) {
 
 if (require.main === module) main();
 
-module.exports = { evaluate, score, gainRows, gainTable, table, fit, BOUNDS, policyFor };
+module.exports = { evaluate, score, summarize, gainRows, gainTable, table, fit, BOUNDS, policyFor };

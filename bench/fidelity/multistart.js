@@ -91,21 +91,6 @@ async function pool(tasks, jobs) {
   return results;
 }
 
-function summary(all) {
-  const c = (pred) => {
-    const s = all.filter(pred);
-    return `${s.filter((r) => r.ok).length}/${s.length}`;
-  };
-  const gains = fitjs.gainRows(all);
-  return {
-    within_all: c(() => true), within_6w: c((r) => r.w === 6), within_3w: c((r) => r.w === 3),
-    within_rps: c((r) => r.field === 'rps'),
-    within_rr_p99_c16: c((r) => r.field === 'p99' && r.c === 16 && r.variant === 'round_robin'),
-    rps_gain_within_10pp: `${gains.filter((r) => r.kind === 'rps gain' && r.ok).length}/` +
-      `${gains.filter((r) => r.kind === 'rps gain').length}`,
-  };
-}
-
 // the winner: the lowest score on the fitted cells, whatever the held-out
 // cells say (the first on a tie)
 function chooseByInSample(rows) {
@@ -128,12 +113,14 @@ async function main() {
     out: { type: 'string' },
   } });
   const judgeSeeds = v['judge-seeds'].split(',').map(Number);
+  // what every row was computed with (the simulator's clock is virtual)
+  const commit = require('../loadgen/provenance').commit(path.join(__dirname, '..', '..'));
   const fitted = (x) => v.on === '6' ? x.w === 6 : true;
   const judge = (search, start, params, stage) => {
     const all = fitjs.evaluate(params, cells.MAIN, judgeSeeds, 240);
     const row = { search, stage, start, params,
       in_sample_score: Math.round(fitjs.score(all.filter(fitted)) * 1000) / 1000,
-      judge_seeds: v['judge-seeds'], ...summary(all), all };
+      judge_seeds: v['judge-seeds'], commit, ...fitjs.summarize(all), all };
     const { all: _, ...shown } = row;
     process.stdout.write(JSON.stringify(shown) + '\n');
     return row;
