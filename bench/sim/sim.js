@@ -47,7 +47,9 @@ function workload(prefixes, count, seed, root) {
 //    (speeds; default a GPU of speed 1 per engine), placement (engines per
 //    GPU, as the emulator's --placement), share (GPU_SHARE), frontendUs
 //    (the emulator's --frontend-us), measureFrom (requests before this
-//    index are not counted); policy(view, q) -> engine index, where q.client
+//    index are not counted), limit (send only the first `limit` of the
+//    workload's requests: a prefix of the same run, bench/sim/rollout.js);
+//    policy(view, q) -> engine index, where q.client
 //    is the closed-loop client (0..C-1) that sends it; rate (requests a
 //    second: open loop, Poisson arrivals drawn as kvbench --rate draws
 //    them for run 0, q.client then the arrival's index mod concurrency)
@@ -101,8 +103,9 @@ function simulate(o, policy) {
   const records = [];
   let next = 0;
   const frontendMs = (o.frontendUs === undefined ? FRONTEND_US : o.frontendUs) / 1000;
+  const last = Math.min(requests.length, o.limit || requests.length);
   const issue = (client, arrivedAt) => {
-    if (next >= requests.length) return;
+    if (next >= last) return;
     const q = requests[next++];
     q.client = client;
     view.firstKeys.add(q.firstKey);
@@ -141,7 +144,7 @@ function simulate(o, policy) {
     else e.sched.submit(req);
   };
   if (o.rate) {
-    poissonArrivals(requests.length, o.rate, arrivalSeed(o.seed, 0))
+    poissonArrivals(last, o.rate, arrivalSeed(o.seed, 0))
       .forEach((t, i) => setTimeout(() => issue(i % o.concurrency, t), t));
   } else {
     for (let c = 0; c < o.concurrency; c++) issue(c);

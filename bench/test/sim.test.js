@@ -155,3 +155,36 @@ test('ttft_own: on unequal nodes the answer decodes slower on a laptop, so more 
   const strip = (r) => Object.assign({}, r, { policy: '' });
   assert.deepEqual(strip(eqOn), strip(eqOff));
 });
+
+test('rollout: replayed choices reproduce a run; looking ahead beats its base; limit sends a prefix of the run', () => {
+  const script = `
+    require(${JSON.stringify(path.join(__dirname, '..', 'sim', 'clock'))});
+    const { simulate } = require(${JSON.stringify(path.join(__dirname, '..', 'sim', 'sim'))});
+    const R = require(${JSON.stringify(path.join(__dirname, '..', 'sim', 'rollout'))});
+    const o = { workers: 3, prefixes: 6, concurrency: 4, requests: 48, seed: 1, measureFrom: 8,
+      gpus: [{ compute: 1, step: 1 }, { compute: 1, step: 0.5 }, { compute: 1, step: 0.5 }] };
+    const out = {};
+    // kvroute's C policy keeps state (the speeds it scrapes): forcing its
+    // own choices back must not change the run
+    let recs = null;
+    out.base = simulate(Object.assign({}, o, { trace: (r) => { recs = r; } }), R.BASES.kvroute());
+    out.replayed = R.replay(o, R.BASES.kvroute, recs.map((r) => r.engine));
+    let short = null;
+    simulate(Object.assign({}, o, { limit: 10, trace: (r) => { short = r; } }), R.BASES.kvroute());
+    out.shortLength = short.length;
+    out.shortFirst = short.slice(0, 4).map((r) => r.engine);
+    out.fullFirst = recs.slice(0, 4).map((r) => r.engine);
+    // a base that sends everything to the slowest engine
+    const last = () => () => 2;
+    out.last = simulate(o, last());
+    const r = R.rollout(o, last, 8, R.OBJECTIVES.latency);
+    out.differ = r.differ;
+    out.rolled = R.replay(o, last, r.choices);
+    process.stdout.write(JSON.stringify(out));`;
+  const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }));
+  assert.deepEqual(out.replayed, out.base);
+  assert.equal(out.shortLength, 10);
+  assert.deepEqual(out.shortFirst, out.fullFirst);
+  assert.ok(out.differ > 0);
+  assert.ok(out.rolled.requests_per_s > 1.5 * out.last.requests_per_s, JSON.stringify([out.last, out.rolled]));
+});

@@ -1,0 +1,166 @@
+#!/usr/bin/env node
+'use strict';
+// What a router could reach at one point if it knew the future: a rollout
+// (one-step lookahead) policy on the policy simulator. At each request it
+// tries every engine, runs the same simulation on from there with a base
+// policy (kvroute's C policy by default) for the next H requests, and keeps
+// the engine whose future was best; then moves on with that choice fixed.
+// It knows the arrivals, the prompts and the engines' exact dynamics, which
+// no router does, and a rollout does at least as well as its base policy on
+// the objective it looks ahead with (up to the horizon's end effects). So it
+// says how far the floors are from what any router fed the same signals
+// could do: if it does not reach a figure, a policy will not either.
+// The simulator's state cannot be copied (its events are closures), so each
+// trial replays the run from the start with the choices so far: O(N^2)
+// requests simulated, minutes a point.
+//   node bench/sim/rollout.js [--workers 3] [--prefixes 24] [--concurrency 8]
+//       [--seeds 1] [--requests 720] [--measure-from 96] [--horizon 24]
+//       [--objective latency|ttft] [--base kvroute|dynamo] [--jsonl FILE]
+// objective latency: the sum of end-to-end times (closed loop: the
+// requests/s, by Little's law); ttft: the sum of times to first token, of
+// the requests in flight at the choice and the H sent after it.
+// Prints, a seed at a time, the rollout beside its base and Dynamo.
+
+require('./clock');
+const fs = require('node:fs');
+const path = require('node:path');
+const { parseArgs } = require('node:util');
+const { simulate } = require('./sim');
+const P = require('./policies');
+const C = require('./cpolicy');
+const { parseGpus } = require('../emulator/options');
+const { DEFAULT_MAX_TOKENS } = require('../fidelity/model');
+
+const BASES = {
+  kvroute: () => C.ttftMetrics(),     // the module's default with metrics=on
+  dynamo: () => P.dynamoExact(),
+  round_robin: () => P.roundRobin(),
+};
+
+// The score of a trial: lower is better. records are the truncated run's,
+// k the choice tried, C the concurrency (the requests in flight at k were
+// sent among the C before it).
+const OBJECTIVES = {
+  latency: (records, k, c) => {
+    let s = 0;
+    for (let i = Math.max(0, k - c); i < records.length; i++) s += records[i].end - records[i].sent;
+    return s;
+  },
+  ttft: (records, k, c) => {
+    let s = 0;
+    for (let i = Math.max(0, k - c); i < records.length; i++) s += records[i].ttft;
+    return s;
+  },
+};
+
+// o: simulate()'s options (requests is the whole run's); base: a maker of
+// the base policy; horizon: requests looked ahead; objective(records, k, c).
+// Returns { choices, differ } where choices[k] is the rollout's engine for
+// request k and differ counts the choices unlike the base's.
+function rollout(o, base, horizon, objective, progress) {
+  const choices = [];
+  let differ = 0;
+  for (let k = 0; k < o.requests; k++) {
+    let best = -1;
+    let bestScore = Infinity;
+    let basePick = -1;
+    const scores = [];
+    for (let e = 0; e < o.workers; e++) {
+      const forced = choices.concat([e]);
+      let records = null;
+      const b = base();
+      simulate(Object.assign({}, o, { limit: Math.min(o.requests, k + horizon + 1),
+        trace: (rs) => { records = rs; } }), (view, q) => {
+        // the base runs at every request, so its own state (the speeds it
+        // scrapes) follows the same history whatever is forced
+        const i = view.picks;
+        const own = b(view, q);
+        if (i === k) basePick = own;
+        return i < forced.length ? forced[i] : own;
+      });
+      scores.push(objective(records, k, o.concurrency));
+    }
+    for (let e = 0; e < o.workers; e++) {
+      // the base's choice wins a tie: differ counts only real preferences
+      const s = scores[e] - (e === basePick ? 1e-9 : 0);
+      if (s < bestScore) { bestScore = s; best = e; }
+    }
+    if (best !== basePick) differ++;
+    choices.push(best);
+    if (progress && k % 48 === 47) progress(k + 1, differ);
+  }
+  return { choices, differ };
+}
+
+// the whole run with the given choices (the base still called, as above)
+function replay(o, base, choices, trace) {
+  const b = base();
+  return simulate(Object.assign({}, o, { trace }), (view, q) => {
+    const i = view.picks;
+    const own = b(view, q);
+    return i < choices.length ? choices[i] : own;
+  });
+}
+
+module.exports = { rollout, replay, OBJECTIVES, BASES };
+
+if (require.main === module) {
+  const { values: v } = parseArgs({ options: {
+    workers: { type: 'string', default: '3' },
+    prefixes: { type: 'string', default: '24' },
+    concurrency: { type: 'string', default: '8' },
+    seeds: { type: 'string', default: '1' },
+    requests: { type: 'string', default: '720' },
+    'measure-from': { type: 'string', default: '96' },
+    horizon: { type: 'string', default: '24' },
+    objective: { type: 'string', default: 'latency' },
+    base: { type: 'string', default: 'kvroute' },
+    gpus: { type: 'string', default: '24g,8g,8g' },
+    jsonl: { type: 'string' },
+  } });
+  if (!OBJECTIVES[v.objective]) throw new Error(`--objective: one of ${Object.keys(OBJECTIVES).join(', ')}`);
+  if (!BASES[v.base]) throw new Error(`--base: one of ${Object.keys(BASES).join(', ')}`);
+  const COMMIT = require('../loadgen/provenance').commit(path.join(__dirname, '..', '..'));
+  for (const seed of v.seeds.split(',').map(Number)) {
+    const o = { workers: Number(v.workers), prefixes: Number(v.prefixes), concurrency: Number(v.concurrency),
+      requests: Number(v.requests), seed, measureFrom: Number(v['measure-from']), gpus: parseGpus(v.gpus),
+      maxTokens: DEFAULT_MAX_TOKENS };
+    const t0 = Date.now();
+    const { choices, differ } = rollout(o, BASES[v.base], Number(v.horizon), OBJECTIVES[v.objective],
+      (k, d) => process.stderr.write(`rollout seed ${seed}: ${k}/${o.requests} chosen, ${d} unlike the base, ` +
+        `${Math.round((Date.now() - t0) / 1000)} s\n`));
+    // where each policy sent the requests whose prompt no engine held
+    // (overlap 0 at the pick), by engine: the misses' placement
+    const missesBy = (recs) => {
+      const n = new Array(o.workers).fill(0);
+      for (const r of recs.slice(o.measureFrom)) if (r.overlap === 0) n[r.engine]++;
+      return n;
+    };
+    const picksBy = (recs) => {
+      const n = new Array(o.workers).fill(0);
+      for (const r of recs.slice(o.measureFrom)) n[r.engine]++;
+      return n;
+    };
+    const rows = [];
+    for (const [policy, run] of [
+      [`rollout(${v.base}, ${v.objective}, H ${v.horizon})`, (tr) => replay(o, BASES[v.base], choices, tr)],
+      [v.base, (tr) => simulate(Object.assign({}, o, { trace: tr }), BASES[v.base]())],
+      ['dynamo', (tr) => simulate(Object.assign({}, o, { trace: tr }), P.dynamoExact())]]) {
+      let recs = null;
+      const s = run((rs) => { recs = rs; });
+      rows.push(Object.assign({ w: o.workers, p: o.prefixes, c: o.concurrency, seed, policy,
+        horizon: Number(v.horizon), objective: v.objective, commit: COMMIT, clock: 'virtual',
+        picks_by_engine: picksBy(recs), misses_by_engine: missesBy(recs) }, s,
+      policy.startsWith('rollout') ? { unlike_base: differ } : {}));
+    }
+    const dyn = rows[2];
+    for (const r of rows) {
+      process.stdout.write(`${r.w}w/${r.p}/c${r.c} seed ${seed} ${r.policy.padEnd(34)} ` +
+        `req/s ${r.requests_per_s.toFixed(2)} (${(r.requests_per_s / dyn.requests_per_s).toFixed(3)}x Dynamo) ` +
+        `TTFT p50 ${r.ttft_p50_ms.toFixed(1)} p99 ${r.ttft_p99_ms.toFixed(1)} ms ` +
+        `cached ${r.cached_token_ratio.toFixed(3)} picks ${r.picks_by_engine.join('/')} ` +
+        `misses ${r.misses_by_engine.join('/')}\n`);
+      if (v.jsonl) fs.appendFileSync(v.jsonl, JSON.stringify(r) + '\n');
+    }
+  }
+}
