@@ -10,26 +10,36 @@
 // the objective it looks ahead with (up to the horizon's end effects). So it
 // says how far the floors are from what any router fed the same signals
 // could do: if it does not reach a figure, a policy will not either.
+// With --futures N it does not know them: each engine is tried in N
+// futures whose prefix types are drawn afresh from the workload's mix, the
+// same N for every engine, and the mean decides. That is a router that
+// knows the engines exactly and the mix of prompts, not their order.
 // The simulator's state cannot be copied (its events are closures), so each
 // trial replays the run from the start with the choices so far: O(N^2)
 // requests simulated, minutes a point.
 //   node bench/sim/rollout.js [--workers 3] [--prefixes 24] [--concurrency 8]
 //       [--seeds 1] [--requests 720] [--measure-from 96] [--horizon 24]
-//       [--objective latency|ttft] [--base kvroute|dynamo] [--jsonl FILE]
-// objective latency: the sum of end-to-end times (closed loop: the
-// requests/s, by Little's law); ttft: the sum of times to first token, of
-// the requests in flight at the choice and the H sent after it.
+//       [--objective latency|sent|ttft|tail] [--base kvroute|dynamo] [--futures N]
+//       [--jsonl FILE]
+// Each objective sums over the requests in flight at the choice and the H
+// sent after it: latency their end-to-end times (closed loop: the
+// requests/s, by Little's law), sent the times the later ones were sent
+// (from k + 1: how soon answers came back), ttft their times to first token, tail the
+// squares of those.
 // Prints, a seed at a time, the rollout beside its base and Dynamo.
 
 require('./clock');
 const fs = require('node:fs');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
-const { simulate } = require('./sim');
+const { simulate, workloadOf } = require('./sim');
+const { rng, PREFIX_TOKENS } = require('../loadgen/workload');
 const P = require('./policies');
 const C = require('./cpolicy');
 const { parseGpus } = require('../emulator/options');
 const { DEFAULT_MAX_TOKENS } = require('../fidelity/model');
+
+const BLOCK = 16;
 
 const BASES = {
   kvroute: () => C.ttftMetrics(),     // the module's default with metrics=on
@@ -51,34 +61,60 @@ const OBJECTIVES = {
     for (let i = Math.max(0, k - c); i < records.length; i++) s += records[i].ttft;
     return s;
   },
+  // when each later request could be sent: in a closed loop, how soon the
+  // clients' answers came back (throughput without the end-to-end times
+  // of the last requests, which the cut-off run finishes alone)
+  sent: (records, k) => {
+    let s = 0;
+    for (let i = k + 1; i < records.length; i++) s += records[i].sent;
+    return s;
+  },
+  // the squares weigh the long waits most: a tail's objective
+  tail: (records, k, c) => {
+    let s = 0;
+    for (let i = Math.max(0, k - c); i < records.length; i++) s += records[i].ttft * records[i].ttft;
+    return s;
+  },
 };
 
 // o: simulate()'s options (requests is the whole run's); base: a maker of
 // the base policy; horizon: requests looked ahead; objective(records, k, c).
 // Returns { choices, differ } where choices[k] is the rollout's engine for
 // request k and differ counts the choices unlike the base's.
-function rollout(o, base, horizon, objective, progress) {
+function rollout(o, base, horizon, objective, progress, futures = 0) {
   const choices = [];
   let differ = 0;
+  const real = workloadOf(o);
+  const heads = headsOf(real);
   for (let k = 0; k < o.requests; k++) {
     let best = -1;
     let bestScore = Infinity;
     let basePick = -1;
     const scores = [];
+    const limit = Math.min(o.requests, k + horizon + 1);
+    // the futures tried: the run's own (the rollout knows what comes), or
+    // futures drawn: the same draws for every engine tried
+    const worlds = futures > 0
+      ? Array.from({ length: futures }, (_, s) => drawFuture(real, heads, k, limit, o, s))
+      : [real];
     for (let e = 0; e < o.workers; e++) {
       const forced = choices.concat([e]);
-      let records = null;
-      const b = base();
-      simulate(Object.assign({}, o, { limit: Math.min(o.requests, k + horizon + 1),
-        trace: (rs) => { records = rs; } }), (view, q) => {
-        // the base runs at every request, so its own state (the speeds it
-        // scrapes) follows the same history whatever is forced
-        const i = view.picks;
-        const own = b(view, q);
-        if (i === k) basePick = own;
-        return i < forced.length ? forced[i] : own;
-      });
-      scores.push(objective(records, k, o.concurrency));
+      let score = 0;
+      for (const requests of worlds) {
+        let records = null;
+        const b = base();
+        simulate(Object.assign({}, o, { limit, workload: requests,
+          trace: (rs) => { records = rs; } }), (view, q) => {
+          // the base runs at every request, so its own state (the speeds
+          // it scrapes) follows the same history whatever is forced
+          const i = view.picks;
+          const own = b(view, q);
+          if (i === k) basePick = own;
+          return i < forced.length ? forced[i] : own;
+        });
+        score += objective(records, k, o.concurrency);
+      }
+      scores.push(score / worlds.length);
     }
     for (let e = 0; e < o.workers; e++) {
       // the base's choice wins a tie: differ counts only real preferences
@@ -92,6 +128,40 @@ function rollout(o, base, horizon, objective, progress) {
   return { choices, differ };
 }
 
+// a prefix type's leading tokens, block hashes and keys, from the first of
+// the run's requests of that type
+function headsOf(real) {
+  const heads = new Map();
+  const blocks = PREFIX_TOKENS / BLOCK;
+  for (const q of real) {
+    if (heads.has(q.prefixId)) continue;
+    heads.set(q.prefixId, { ids: q.ids.slice(0, PREFIX_TOKENS), hashes: q.hashes.slice(0, blocks),
+      keys: q.blockKeys.slice(0, blocks) });
+  }
+  return heads;
+}
+
+// The run up to request k as it is, and after it requests whose prefix
+// types are drawn afresh (uniformly, as the workload draws them: what a
+// router could know of the future is the mix, not the order). Each keeps
+// its own unique tail: no other request shares it, so its hashes chained
+// from another head change no hit.
+function drawFuture(real, heads, k, limit, o, s) {
+  const r = rng(((o.seed * 1000003 + k) * 31 + s) >>> 0);
+  const types = [...heads.keys()];
+  const blocks = PREFIX_TOKENS / BLOCK;
+  const out = real.slice(0, k + 1);
+  for (let j = k + 1; j < limit; j++) {
+    const t = types[Math.floor(r() * types.length)];
+    const h = heads.get(t);
+    const q = real[j];
+    out.push({ prefixId: t, ids: h.ids.concat(q.ids.slice(PREFIX_TOKENS)),
+      hashes: h.hashes.concat(q.hashes.slice(blocks)), firstKey: h.keys[0],
+      blockKeys: h.keys.concat(q.blockKeys.slice(blocks)) });
+  }
+  return out;
+}
+
 // the whole run with the given choices (the base still called, as above)
 function replay(o, base, choices, trace) {
   const b = base();
@@ -102,7 +172,7 @@ function replay(o, base, choices, trace) {
   });
 }
 
-module.exports = { rollout, replay, OBJECTIVES, BASES };
+module.exports = { rollout, replay, drawFuture, headsOf, OBJECTIVES, BASES };
 
 if (require.main === module) {
   const { values: v } = parseArgs({ options: {
@@ -115,6 +185,7 @@ if (require.main === module) {
     horizon: { type: 'string', default: '24' },
     objective: { type: 'string', default: 'latency' },
     base: { type: 'string', default: 'kvroute' },
+    futures: { type: 'string', default: '0' },
     gpus: { type: 'string', default: '24g,8g,8g' },
     jsonl: { type: 'string' },
   } });
@@ -128,7 +199,7 @@ if (require.main === module) {
     const t0 = Date.now();
     const { choices, differ } = rollout(o, BASES[v.base], Number(v.horizon), OBJECTIVES[v.objective],
       (k, d) => process.stderr.write(`rollout seed ${seed}: ${k}/${o.requests} chosen, ${d} unlike the base, ` +
-        `${Math.round((Date.now() - t0) / 1000)} s\n`));
+        `${Math.round((Date.now() - t0) / 1000)} s\n`), Number(v.futures));
     // where each policy sent the requests whose prompt no engine held
     // (overlap 0 at the pick), by engine: the misses' placement
     const missesBy = (recs) => {
@@ -143,15 +214,17 @@ if (require.main === module) {
     };
     const rows = [];
     for (const [policy, run] of [
-      [`rollout(${v.base}, ${v.objective}, H ${v.horizon})`, (tr) => replay(o, BASES[v.base], choices, tr)],
+      [`rollout(${v.base}, ${v.objective}, H ${v.horizon}${Number(v.futures) ? `, ${v.futures} futures drawn` : ''})`, (tr) => replay(o, BASES[v.base], choices, tr)],
       [v.base, (tr) => simulate(Object.assign({}, o, { trace: tr }), BASES[v.base]())],
       ['dynamo', (tr) => simulate(Object.assign({}, o, { trace: tr }), P.dynamoExact())]]) {
       let recs = null;
       const s = run((rs) => { recs = rs; });
       rows.push(Object.assign({ w: o.workers, p: o.prefixes, c: o.concurrency, seed, policy,
-        horizon: Number(v.horizon), objective: v.objective, commit: COMMIT, clock: 'virtual',
+        horizon: Number(v.horizon), objective: v.objective, futures: Number(v.futures), commit: COMMIT, clock: 'virtual',
         picks_by_engine: picksBy(recs), misses_by_engine: missesBy(recs) }, s,
-      policy.startsWith('rollout') ? { unlike_base: differ } : {}));
+      // the rollout's choices, an engine's digit a request (up to 10 engines)
+      policy.startsWith('rollout') ? { unlike_base: differ,
+        choices: o.workers <= 10 ? choices.join('') : undefined } : {}));
     }
     const dyn = rows[2];
     for (const r of rows) {

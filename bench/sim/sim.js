@@ -48,7 +48,9 @@ function workload(prefixes, count, seed, root) {
 //    GPU, as the emulator's --placement), share (GPU_SHARE), frontendUs
 //    (the emulator's --frontend-us), measureFrom (requests before this
 //    index are not counted), limit (send only the first `limit` of the
-//    workload's requests: a prefix of the same run, bench/sim/rollout.js);
+//    workload's requests: a prefix of the same run, bench/sim/rollout.js),
+//    workload (the requests to send instead of the seed's: workloadOf's
+//    form);
 //    policy(view, q) -> engine index, where q.client
 //    is the closed-loop client (0..C-1) that sends it; rate (requests a
 //    second: open loop, Poisson arrivals drawn as kvbench --rate draws
@@ -77,7 +79,7 @@ function simulate(o, policy) {
       dyn: new Worker(i) });
   }
 
-  const requests = workload(o.prefixes, o.requests, o.seed, root);
+  const requests = o.workload || workload(o.prefixes, o.requests, o.seed, root);
 
   const view = {
     engines,
@@ -175,4 +177,8 @@ function summary(records, from, o) {
   return out;
 }
 
-module.exports = { simulate };
+// the run's requests as simulate() sends them (a rollout's futures are
+// made from them)
+const workloadOf = (o) => workload(o.prefixes, o.requests, o.seed, noneHash(0));
+
+module.exports = { simulate, workloadOf };

@@ -180,6 +180,21 @@ test('rollout: replayed choices reproduce a run; looking ahead beats its base; l
     const r = R.rollout(o, last, 8, R.OBJECTIVES.latency);
     out.differ = r.differ;
     out.rolled = R.replay(o, last, r.choices);
+    // not knowing the order: futures drawn from the mix
+    const f = R.rollout(o, last, 8, R.OBJECTIVES.latency, null, 2);
+    out.drawn = R.replay(o, last, f.choices);
+    const { workloadOf } = require(${JSON.stringify(path.join(__dirname, '..', 'sim', 'sim'))});
+    const real = workloadOf(o);
+    const heads = R.headsOf(real);
+    const a = R.drawFuture(real, heads, 20, 40, o, 0);
+    const b = R.drawFuture(real, heads, 20, 40, o, 0);
+    const c = R.drawFuture(real, heads, 20, 40, o, 1);
+    out.future = { length: a.length, kept: a.slice(0, 21).every((q, i) => q === real[i]),
+      same: a.slice(21).every((q, i) => q.prefixId === b[21 + i].prefixId),
+      other: a.slice(21).some((q, i) => q.prefixId !== c[21 + i].prefixId),
+      headed: a.slice(21).every((q) => q.blockKeys[0] === heads.get(q.prefixId).keys[0]
+        && q.firstKey === q.blockKeys[0] && q.ids.length === real[0].ids.length),
+      moved: a.slice(21).some((q, i) => q.prefixId !== real[21 + i].prefixId) };
     process.stdout.write(JSON.stringify(out));`;
   const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }));
   assert.deepEqual(out.replayed, out.base);
@@ -187,4 +202,8 @@ test('rollout: replayed choices reproduce a run; looking ahead beats its base; l
   assert.deepEqual(out.shortFirst, out.fullFirst);
   assert.ok(out.differ > 0);
   assert.ok(out.rolled.requests_per_s > 1.5 * out.last.requests_per_s, JSON.stringify([out.last, out.rolled]));
+  assert.ok(out.drawn.requests_per_s > 1.5 * out.last.requests_per_s, JSON.stringify([out.last, out.drawn]));
+  // a drawn future: the run up to the choice as it was, then requests of
+  // types drawn (the same for the same draw, others for another) on their heads
+  assert.deepEqual(out.future, { length: 40, kept: true, same: true, other: true, headed: true, moved: true });
 });
