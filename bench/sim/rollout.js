@@ -102,16 +102,10 @@ function rollout(o, base, horizon, objective, progress, futures = 0) {
       let score = 0;
       for (const requests of worlds) {
         let records = null;
-        const b = base();
         simulate(Object.assign({}, o, { limit, workload: requests,
-          trace: (rs) => { records = rs; } }), (view, q) => {
-          // the base runs at every request, so its own state (the speeds
-          // it scrapes) follows the same history whatever is forced
-          const i = view.picks;
-          const own = b(view, q);
+          trace: (rs) => { records = rs; } }), forcing(base(), forced, (i, own) => {
           if (i === k) basePick = own;
-          return i < forced.length ? forced[i] : own;
-        });
+        }));
         score += objective(records, k, o.concurrency);
       }
       scores.push(score / worlds.length);
@@ -164,15 +158,23 @@ function drawFuture(real, heads, k, limit, o, s) {
 
 // the whole run with the given choices (the base still called, as above)
 function replay(o, base, choices, trace) {
-  const b = base();
-  return simulate(Object.assign({}, o, { trace }), (view, q) => {
-    const i = view.picks;
-    const own = b(view, q);
-    return i < choices.length ? choices[i] : own;
-  });
+  return simulate(Object.assign({}, o, { trace }), forcing(base(), choices));
 }
 
-module.exports = { rollout, replay, drawFuture, headsOf, OBJECTIVES, BASES };
+// A policy that sends request i to forced[i] while there is one, else
+// where the base would. The base runs at every request, so its own state
+// (the speeds it scrapes) follows the same history whatever is forced;
+// seen(i, its pick, view, q) is told each of its choices.
+function forcing(b, forced, seen) {
+  return (view, q) => {
+    const i = view.picks;
+    const own = b(view, q);
+    if (seen) seen(i, own, view, q);
+    return i < forced.length ? forced[i] : own;
+  };
+}
+
+module.exports = { rollout, replay, forcing, drawFuture, headsOf, OBJECTIVES, BASES };
 
 if (require.main === module) {
   const { values: v } = parseArgs({ options: {

@@ -34,18 +34,13 @@ const o = { workers: row.w, prefixes: row.p, concurrency: row.c, requests: choic
 
 const seen = [];
 let records = null;
-const b = base();
-simulate(Object.assign({}, o, { trace: (rs) => { records = rs; } }), (view, q) => {
-  const i = view.picks;
-  const own = b(view, q);
-  const e = view.engines;
-  if (i >= o.measureFrom && own !== choices[i]) {
+simulate(Object.assign({}, o, { trace: (rs) => { records = rs; } }), R.forcing(base(), choices,
+  (i, own, view, q) => {
+    if (i < o.measureFrom || own === choices[i]) return;
     seen.push({ i, base: own, chose: choices[i],
-      engines: e.map((x) => ({ overlap: view.overlap(x, q), inflight: x.inflight,
+      engines: view.engines.map((x) => ({ overlap: view.overlap(x, q), inflight: x.inflight,
         pending: x.dyn.pendingPrefill, queued: x.sched.waiting.length })) });
-  }
-  return choices[i];
-});
+  }));
 
 const moved = new Map();
 const sum = (xs, f) => xs.reduce((a, x) => a + f(x), 0);
