@@ -32,14 +32,12 @@ require('./clock');
 const fs = require('node:fs');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
-const { simulate, workloadOf } = require('./sim');
+const { simulate, workloadOf, BLOCK_SIZE } = require('./sim');
 const { rng, PREFIX_TOKENS } = require('../loadgen/workload');
 const P = require('./policies');
 const C = require('./cpolicy');
 const { parseGpus } = require('../emulator/options');
 const { DEFAULT_MAX_TOKENS } = require('../fidelity/model');
-
-const BLOCK = 16;
 
 const BASES = {
   kvroute: () => C.ttftMetrics(),     // the module's default with metrics=on
@@ -51,16 +49,8 @@ const BASES = {
 // k the choice tried, C the concurrency (the requests in flight at k were
 // sent among the C before it).
 const OBJECTIVES = {
-  latency: (records, k, c) => {
-    let s = 0;
-    for (let i = Math.max(0, k - c); i < records.length; i++) s += records[i].end - records[i].sent;
-    return s;
-  },
-  ttft: (records, k, c) => {
-    let s = 0;
-    for (let i = Math.max(0, k - c); i < records.length; i++) s += records[i].ttft;
-    return s;
-  },
+  latency: inFlightOn((r) => r.end - r.sent),
+  ttft: inFlightOn((r) => r.ttft),
   // when each later request could be sent: in a closed loop, how soon the
   // clients' answers came back (throughput without the end-to-end times
   // of the last requests, which the cut-off run finishes alone)
@@ -70,12 +60,17 @@ const OBJECTIVES = {
     return s;
   },
   // the squares weigh the long waits most: a tail's objective
-  tail: (records, k, c) => {
-    let s = 0;
-    for (let i = Math.max(0, k - c); i < records.length; i++) s += records[i].ttft * records[i].ttft;
-    return s;
-  },
+  tail: inFlightOn((r) => r.ttft * r.ttft),
 };
+
+// the sum of f over the requests in flight at k and those sent after it
+function inFlightOn(f) {
+  return (records, k, c) => {
+    let s = 0;
+    for (let i = Math.max(0, k - c); i < records.length; i++) s += f(records[i]);
+    return s;
+  };
+}
 
 // o: simulate()'s options (requests is the whole run's); base: a maker of
 // the base policy; horizon: requests looked ahead; objective(records, k, c).
@@ -126,7 +121,7 @@ function rollout(o, base, horizon, objective, progress, futures = 0) {
 // the run's requests of that type
 function headsOf(real) {
   const heads = new Map();
-  const blocks = PREFIX_TOKENS / BLOCK;
+  const blocks = PREFIX_TOKENS / BLOCK_SIZE;
   for (const q of real) {
     if (heads.has(q.prefixId)) continue;
     heads.set(q.prefixId, { ids: q.ids.slice(0, PREFIX_TOKENS), hashes: q.hashes.slice(0, blocks),
@@ -143,7 +138,7 @@ function headsOf(real) {
 function drawFuture(real, heads, k, limit, o, s) {
   const r = rng(((o.seed * 1000003 + k) * 31 + s) >>> 0);
   const types = [...heads.keys()];
-  const blocks = PREFIX_TOKENS / BLOCK;
+  const blocks = PREFIX_TOKENS / BLOCK_SIZE;
   const out = real.slice(0, k + 1);
   for (let j = k + 1; j < limit; j++) {
     const t = types[Math.floor(r() * types.length)];
@@ -193,7 +188,9 @@ if (require.main === module) {
   } });
   if (!OBJECTIVES[v.objective]) throw new Error(`--objective: one of ${Object.keys(OBJECTIVES).join(', ')}`);
   if (!BASES[v.base]) throw new Error(`--base: one of ${Object.keys(BASES).join(', ')}`);
+  // what every row was computed with (the simulator's clock is virtual: no lag)
   const COMMIT = require('../loadgen/provenance').commit(path.join(__dirname, '..', '..'));
+  const EMULATOR = Object.assign(require('../fidelity/model').emulatorDefaults(), { gpus: v.gpus });
   for (const seed of v.seeds.split(',').map(Number)) {
     const o = { workers: Number(v.workers), prefixes: Number(v.prefixes), concurrency: Number(v.concurrency),
       requests: Number(v.requests), seed, measureFrom: Number(v['measure-from']), gpus: parseGpus(v.gpus),
@@ -222,7 +219,8 @@ if (require.main === module) {
       let recs = null;
       const s = run((rs) => { recs = rs; });
       rows.push(Object.assign({ w: o.workers, p: o.prefixes, c: o.concurrency, seed, policy,
-        horizon: Number(v.horizon), objective: v.objective, futures: Number(v.futures), commit: COMMIT, clock: 'virtual',
+        horizon: Number(v.horizon), objective: v.objective, futures: Number(v.futures), base: v.base,
+        commit: COMMIT, emulator_params: EMULATOR, runs: 1, clock: 'virtual',
         picks_by_engine: picksBy(recs), misses_by_engine: missesBy(recs) }, s,
       // the rollout's choices, an engine's digit a request (up to 10 engines)
       policy.startsWith('rollout') ? { unlike_base: differ,

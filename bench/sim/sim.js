@@ -79,7 +79,7 @@ function simulate(o, policy) {
       dyn: new Worker(i) });
   }
 
-  const requests = o.workload || workload(o.prefixes, o.requests, o.seed, root);
+  const requests = o.workload || workloadOf(o);
 
   const view = {
     engines,
@@ -181,4 +181,4 @@ function summary(records, from, o) {
 // made from them)
 const workloadOf = (o) => workload(o.prefixes, o.requests, o.seed, noneHash(0));
 
-module.exports = { simulate, workloadOf };
+module.exports = { simulate, workloadOf, BLOCK_SIZE: BS };
