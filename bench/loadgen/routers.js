@@ -86,6 +86,9 @@ function routerTable(top, build, opts = {}) {
     // prompt tokens of prefill a token (ttft_own; BENCHMARKS §2.31): what
     // metrics=on gives since 2026-12-04
     'kvroute-kv-own50': kv(`${events} metrics=on metrics_speed=on ttft_decode=600 ttft_own=50`, ['--kv-events', 'zmq']),
+    // and a request in flight weighed as 300 prompt tokens instead of 600
+    // (ttft_decode; BENCHMARKS §2.40)
+    'kvroute-kv-own50-dec300': kv(`${events} metrics=on metrics_speed=on ttft_decode=300 ttft_own=50`, ['--kv-events', 'zmq']),
     'kvroute-kv-speedonly': kv(`${events} metrics=on metrics_speed=on metrics_load=off ttft_decode=1200`, ['--kv-events', 'zmq']),
     'kvroute-kv-speedonly600': kv(`${events} metrics=on metrics_speed=on metrics_load=off ttft_decode=600`, ['--kv-events', 'zmq']),
     // kv mode with a miss on a full cache weighed as 4 prompts instead of
