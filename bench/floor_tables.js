@@ -33,8 +33,10 @@ const NAMES = [
   ['kvroute-kv', 'kvroute kv'],
   ['kvroute ttft+speed own=0', 'kvroute kv metrics=on ttft_own=0'],
   ['kvroute-kv-speed600', 'kvroute kv metrics=on ttft_own=0'],
+  ['kvroute ttft+speed decode=600', 'kvroute kv metrics=on ttft_decode=600'],
+  ['kvroute-kv-own50', 'kvroute kv metrics=on ttft_decode=600'],
   ['kvroute ttft+speed', 'kvroute kv metrics=on'],
-  ['kvroute-kv-own50', 'kvroute kv metrics=on'],
+  ['kvroute-kv-own50-dec300', 'kvroute kv metrics=on'],
 ];
 const LABEL = new Map(NAMES);
 const DEFAULT_KVROUTE = 'kvroute kv metrics=on';

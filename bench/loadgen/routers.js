@@ -60,7 +60,11 @@ function routerTable(top, build, opts = {}) {
     'kvroute-approx': kv('mode=approx'),
     // and with the engines' load and speeds from their /metrics, as
     // metrics=on gives them (issue #18 floor 4 with the one configuration)
-    'kvroute-approx-metrics': kv('mode=approx metrics=on'),
+    // (ttft_decode 600: the default with the speeds until 2026-12-05; the
+    // name keeps its configuration)
+    'kvroute-approx-metrics': kv('mode=approx metrics=on ttft_decode=600'),
+    // and with today's default, ttft_decode 300 (BENCHMARKS §2.40)
+    'kvroute-approx-metrics-dec300': kv('mode=approx metrics=on ttft_decode=300'),
     'kvroute-rules': kv('mode=approx policy=kvroute'),
     'kvroute-dynamo': kv('mode=approx policy=dynamo'),
     'kvroute-cost': kv('mode=approx policy=cost'),
@@ -87,7 +91,8 @@ function routerTable(top, build, opts = {}) {
     // metrics=on gives since 2026-12-04
     'kvroute-kv-own50': kv(`${events} metrics=on metrics_speed=on ttft_decode=600 ttft_own=50`, ['--kv-events', 'zmq']),
     // and a request in flight weighed as 300 prompt tokens instead of 600
-    // (ttft_decode; BENCHMARKS §2.40)
+    // (ttft_decode; BENCHMARKS §2.40): what metrics=on gives since
+    // 2026-12-05
     'kvroute-kv-own50-dec300': kv(`${events} metrics=on metrics_speed=on ttft_decode=300 ttft_own=50`, ['--kv-events', 'zmq']),
     'kvroute-kv-speedonly': kv(`${events} metrics=on metrics_speed=on metrics_load=off ttft_decode=1200`, ['--kv-events', 'zmq']),
     'kvroute-kv-speedonly600': kv(`${events} metrics=on metrics_speed=on metrics_load=off ttft_decode=600`, ['--kv-events', 'zmq']),

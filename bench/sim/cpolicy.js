@@ -142,8 +142,9 @@ const ttftC = (decode = 1200, evict = 2, wait = 40000, hostWeight = 0.75, speedM
 };
 
 // policy=ttft as `metrics=on` configures it in the module (its speeds
-// scraped every 500 ms, ttft_decode 600, ttft_own 50: check_params in
-// ngx_http_kvroute_module.c); own and decode to try other values
-const ttftMetrics = (own = 50, decode = 600) => ttftC(decode, 2, 40000, 0.75, 500, own);
+// scraped every 500 ms, ttft_decode 300 (600 until 2026-12-05), ttft_own
+// 50: check_params in ngx_http_kvroute_module.c); own and decode to try
+// other values
+const ttftMetrics = (own = 50, decode = 300) => ttftC(decode, 2, 40000, 0.75, 500, own);
 
 module.exports = { pickFlat, flatten, ttftC, ttftMetrics, itlUpdate, POLICY, HEAD, CAND, MAX };

@@ -9,14 +9,17 @@
 // without and with the engines' speeds learned from their inter-token
 // latency (metrics_speed=on, scraped every 500 ms as metrics_interval's
 // default); with them, this request's own output weighed (ttft_own 50,
-// the default with speeds) and not (0, the default until 2026-12-04).
+// the default with speeds) and not (0, the default until 2026-12-04), and
+// a request in flight weighed as 300 prompt tokens (ttft_decode, the
+// default with speeds) or 600 (the default until 2026-12-05).
 // Each figure is the median over the seeds' runs; 720 requests, the
 // first 96 not counted; one configuration for every point.
 //   node bench/sim/floors.js [--seeds 1,2,3] [--requests 720] [--jsonl FILE]
 //       [--gpus 24g,8g,8g]   (the nodes; e.g. 8g,8g,8g for equal ones)
 //       [--workers 6,3] [--prefixes 2,7,12,24] [--concurrency 4,8,16]
 //       [--policies 'kvroute ttft+speed']   (Dynamo always runs, as the yardstick)
-//       [--own 50,50:900]   (also 'kvroute ttft+speed own=N[:D]': ttft_own=N, ttft_decode=D)
+//       [--own 50,50:900]   (also 'kvroute ttft+speed own=N[:D]': ttft_own=N, ttft_decode=D,
+//                            300 when not given)
 // Prints a markdown table and the floors met.
 
 require('./clock');
@@ -50,15 +53,18 @@ const POLICIES = {
   dynamo: () => P.dynamoExact(),
   partition: () => P.partition(),
   'kvroute ttft': () => C.ttftC(1200, 2, 40000, 0.75, 0),
-  // with speeds the module's ttft_decode defaults to 600 (BENCHMARKS §2.26)
-  // and ttft_own to 50 (§2.31); own=0: the default until 2026-12-04
+  // with speeds the module's ttft_decode defaults to 300 (BENCHMARKS
+  // §2.40; 600 from §2.26 until 2026-12-05) and ttft_own to 50 (§2.31);
+  // own=0 decode=600: the default until 2026-12-04; decode=600: until
+  // 2026-12-05
   'kvroute ttft+speed': () => C.ttftMetrics(),
-  'kvroute ttft+speed own=0': () => C.ttftMetrics(0),
+  'kvroute ttft+speed decode=600': () => C.ttftMetrics(50, 600),
+  'kvroute ttft+speed own=0': () => C.ttftMetrics(0, 600),
 };
 
 const EXTRA = new Set();
 for (const spec of (v.own ? v.own.split(',') : [])) {
-  const [own, decode = 600] = spec.split(':').map(Number);
+  const [own, decode = 300] = spec.split(':').map(Number);
   EXTRA.add(`kvroute ttft+speed own=${spec}`);
   POLICIES[`kvroute ttft+speed own=${spec}`] = () => C.ttftMetrics(own, decode);
 }

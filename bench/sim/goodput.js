@@ -7,7 +7,7 @@
 // weighed (ttft_own). Rates step by --step; a policy's knee is bench/
 // sweep.js's goodput() of the median p99s over the seeds.
 //   node bench/sim/goodput.js [--workers 6,3] [--prefixes 24] [--seeds 1,2,3]
-//       [--from 8] [--to 40] [--step 1] [--own 0,50] [--limit-ms 1000]
+//       [--from 8] [--to 40] [--step 1] [--own 50,50:600] [--limit-ms 1000]
 
 require('./clock');
 const { parseArgs } = require('node:util');
@@ -26,14 +26,17 @@ const { values: v } = parseArgs({ options: {
   from: { type: 'string', default: '8' },
   to: { type: 'string', default: '40' },
   step: { type: 'string', default: '1' },
-  own: { type: 'string', default: '0,50' },
+  own: { type: 'string', default: '50,50:600' },
   'limit-ms': { type: 'string', default: '1000' },
   gpus: { type: 'string', default: '24g,8g,8g' },
 } });
 
+// --own N[:D]: ttft_own N, ttft_decode D (the module's default with
+// speeds, 300, when not given)
 const POLICIES = { dynamo: () => P.dynamoExact() };
-for (const own of v.own.split(',').map(Number)) {
-  POLICIES[`kvroute ttft+speed own=${own}`] = () => C.ttftMetrics(own);
+for (const spec of v.own.split(',')) {
+  const [own, decode = 300] = spec.split(':').map(Number);
+  POLICIES[`kvroute ttft+speed own=${spec}`] = () => C.ttftMetrics(own, decode);
 }
 
 const median = (xs) => {
