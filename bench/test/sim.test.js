@@ -79,7 +79,7 @@ test('floor tables: runs of a point are its median; each floor is judged against
     workers: 6, prefixes: 24, concurrency: 16, runs: 1,
     steady: { requests_per_s: rps, ttft_p50_ms: 50, ttft_p99_ms: p99, cached_token_ratio: ctr } } });
   fs.writeFileSync(path.join(dir, 'rows.jsonl'), [kv('dynamo', 10, 200, 0.3), kv('dynamo', 12, 300, 0.3),
-    kv('dynamo', 20, 100, 0.3), kv('kvroute-kv-own50', 11.5, 250, 0.6), kv('partition', 9, 900, 0.7)].join('\n'));
+    kv('dynamo', 20, 100, 0.3), kv('kvroute-kv-own50-dec300', 11.5, 250, 0.6), kv('partition', 9, 900, 0.7)].join('\n'));
   const point = { w: 3, p: 24, c: 8, ttft_p50_ms: 70, cached_token_ratio: 0.3, runs: 3 };
   fs.writeFileSync(path.join(dir, 'sim.jsonl'), [
     Object.assign({ policy: 'dynamo', requests_per_s: 15, ttft_p99_ms: 120 }, point),
