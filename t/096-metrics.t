@@ -53,7 +53,9 @@ server {
 _EOC_
 
 # two emulated SGLang engines; a client that bypasses nginx keeps the
-# first one busy with 4 long requests (time scale 1: each lasts seconds)
+# first one busy with 8 long requests (time scale 1: each lasts seconds),
+# more than place_slack's window of requests in flight (1,200 prompt
+# tokens; ttft_decode 300 a request with metrics=on)
 our $Emulated = -d 'bench/node_modules';
 
 if ($Emulated) {
@@ -62,7 +64,7 @@ if ($Emulated) {
                    args => [ '--flavour', 'sglang', '--time-scale', 1 ]);
 
     start_node('t/direct-metrics.log', 'bench/loadgen/direct.js',
-               '--port', $ENV{TEST_NGINX_E1}, '--concurrency', 4,
+               '--port', $ENV{TEST_NGINX_E1}, '--concurrency', 8,
                '--prompt-tokens', 64, '--max-tokens', 2000,
                '--seconds', 300);
 
