@@ -147,4 +147,13 @@ const ttftC = (decode = 1200, evict = 2, wait = 40000, hostWeight = 0.75, speedM
 // other values
 const ttftMetrics = (own = 50, decode = 300) => ttftC(decode, 2, 40000, 0.75, 500, own);
 
-module.exports = { pickFlat, flatten, ttftC, ttftMetrics, itlUpdate, POLICY, HEAD, CAND, MAX };
+// the scripts' --own N[:D] (ttft_own N, ttft_decode D, the default when
+// not given): the simulator's name for it, its maker and the module's
+// kvroute line it stands for
+function ttftSpec(spec) {
+  const [own, decode] = spec.split(':').map(Number);
+  return { name: `kvroute ttft+speed own=${spec}`, make: () => ttftMetrics(own, decode),
+    kvroute: `kvroute mode=kv metrics=on ttft_own=${own}${decode === undefined ? '' : ` ttft_decode=${decode}`} capacity=585` };
+}
+
+module.exports = { pickFlat, flatten, ttftC, ttftMetrics, ttftSpec, itlUpdate, POLICY, HEAD, CAND, MAX };

@@ -62,11 +62,21 @@ const POLICIES = {
   'kvroute ttft+speed own=0': () => C.ttftMetrics(0, 600),
 };
 
+// the module's configuration each of kvroute's stands for (the simulator
+// has one engine fleet, capacity 585 blocks; no events port, no timers)
+const KVROUTE = {
+  'kvroute ttft': 'kvroute mode=kv capacity=585',
+  'kvroute ttft+speed': 'kvroute mode=kv metrics=on capacity=585',
+  'kvroute ttft+speed decode=600': 'kvroute mode=kv metrics=on ttft_decode=600 capacity=585',
+  'kvroute ttft+speed own=0': 'kvroute mode=kv metrics=on ttft_decode=600 ttft_own=0 capacity=585',
+};
+
 const EXTRA = new Set();
 for (const spec of (v.own ? v.own.split(',') : [])) {
-  const [own, decode = 300] = spec.split(':').map(Number);
-  EXTRA.add(`kvroute ttft+speed own=${spec}`);
-  POLICIES[`kvroute ttft+speed own=${spec}`] = () => C.ttftMetrics(own, decode);
+  const t = C.ttftSpec(spec);
+  EXTRA.add(t.name);
+  POLICIES[t.name] = t.make;
+  KVROUTE[t.name] = t.kvroute;
 }
 
 const median = (xs) => {
@@ -87,8 +97,8 @@ for (const w of v.workers.split(',').map(Number)) {
         const rs = seeds.map((seed) => simulate({ workers: w, prefixes: p, concurrency: c,
           requests: Number(v.requests), seed, measureFrom: Number(v['measure-from']),
           gpus: parseGpus(v.gpus), maxTokens: DEFAULT_MAX_TOKENS }, mk()));
-        const row = { w, p, c, policy: name, seeds, runs: seeds.length, commit: COMMIT,
-          emulator_params: EMULATOR, clock: 'virtual' };
+        const row = { w, p, c, policy: name, kvroute: KVROUTE[name] || null, seeds, runs: seeds.length,
+          commit: COMMIT, emulator_params: EMULATOR, clock: 'virtual' };
         for (const k of ['request_hit_rate', 'cached_token_ratio', 'ttft_p50_ms', 'ttft_p99_ms', 'requests_per_s']) {
           row[k] = median(rs.map((r) => r[k]));
         }

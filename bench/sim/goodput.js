@@ -31,12 +31,10 @@ const { values: v } = parseArgs({ options: {
   gpus: { type: 'string', default: '24g,8g,8g' },
 } });
 
-// --own N[:D]: ttft_own N, ttft_decode D (the module's default with
-// speeds, 300, when not given)
 const POLICIES = { dynamo: () => P.dynamoExact() };
 for (const spec of v.own.split(',')) {
-  const [own, decode = 300] = spec.split(':').map(Number);
-  POLICIES[`kvroute ttft+speed own=${spec}`] = () => C.ttftMetrics(own, decode);
+  const t = C.ttftSpec(spec);
+  POLICIES[t.name] = t.make;
 }
 
 const median = (xs) => {

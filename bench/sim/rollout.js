@@ -220,6 +220,9 @@ if (require.main === module) {
       const s = run((rs) => { recs = rs; });
       rows.push(Object.assign({ w: o.workers, p: o.prefixes, c: o.concurrency, seed, policy,
         horizon: Number(v.horizon), objective: v.objective, futures: Number(v.futures), base: v.base,
+        // the module's configuration kvroute's row, or a rollout over it, stands for
+        kvroute: policy === 'kvroute' || (policy.startsWith('rollout') && v.base === 'kvroute')
+          ? 'kvroute mode=kv metrics=on capacity=585' : null,
         commit: COMMIT, emulator_params: EMULATOR, runs: 1, clock: 'virtual',
         picks_by_engine: picksBy(recs), misses_by_engine: missesBy(recs) }, s,
       // the rollout's choices, an engine's digit a request (up to 10 engines)
