@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 'use strict';
-// Issue #18's floors 1-3 as one table and one plot each, every policy in
+// Issue #18's floors 1-4 as one table and one plot each, every policy in
 // the same columns: requests/s, TTFT p50 / p99, cached-token ratio, at
-// each point of the seed's grid (workers / prefix types / concurrency).
+// each point of the seed's grid (workers / prefix types / concurrency);
+// floor 4, approximate mode's cached-token ratio against kv mode's, when
+// the rows hold approximate mode's.
 //
 //   node bench/floor_tables.js --out DIR [--title TEXT] [--kvroute NAME]
-//       [--only NAME,NAME...] [--note TEXT] FILE.jsonl...
+//       [--approx NAME] [--only NAME,NAME...] [--note TEXT] FILE.jsonl...
 //
 // A file holds rows of bench/sim/floors.js (--jsonl: medians over its
 // seeds) or of bench/kvbench run --json (its steady figures: the first
@@ -13,8 +15,10 @@
 // one policy at one point are taken as runs: each figure is their median.
 // --only keeps the rows of the policies or routers named (as in the rows).
 // --kvroute names the row judged against the floors (default: kvroute
-// with metrics=on, the simulator's or kvbench's). Writes DIR/floor1_requests,
-// DIR/floor2_ttft and DIR/floor3_cached, each .md, .dat and .png (gnuplot).
+// with metrics=on, the simulator's or kvbench's); --approx the approximate
+// mode's row compared with it (default: approximate mode with metrics=on).
+// Writes DIR/floor1_requests, DIR/floor2_ttft, DIR/floor3_cached and, with
+// approximate rows, DIR/floor4_approx, each .md, .dat and .png (gnuplot).
 
 const fs = require('node:fs');
 const path = require('node:path');
@@ -37,9 +41,14 @@ const NAMES = [
   ['kvroute-kv-own50', 'kvroute kv metrics=on ttft_decode=600'],
   ['kvroute ttft+speed', 'kvroute kv metrics=on'],
   ['kvroute-kv-own50-dec300', 'kvroute kv metrics=on'],
+  ['kvroute-approx', 'kvroute approx'],
+  ['kvroute-approx-metrics', 'kvroute approx metrics=on ttft_decode=600'],
+  ['kvroute-approx-metrics-dec300', 'kvroute approx metrics=on'],
 ];
 const LABEL = new Map(NAMES);
 const DEFAULT_KVROUTE = 'kvroute kv metrics=on';
+const DEFAULT_APPROX = 'kvroute approx metrics=on';
+const APPROX_LIMIT = 0.05;
 
 const median = (xs) => {
   const a = xs.filter((x) => typeof x === 'number' && Number.isFinite(x)).sort((x, y) => x - y);
@@ -125,11 +134,12 @@ function main() {
     out: { type: 'string' },
     title: { type: 'string', default: 'issue #18' },
     kvroute: { type: 'string', default: DEFAULT_KVROUTE },
+    approx: { type: 'string', default: DEFAULT_APPROX },
     note: { type: 'string', default: '' },
     only: { type: 'string' },
   } });
   if (!v.out || !files.length) {
-    process.stderr.write('usage: node bench/floor_tables.js --out DIR [--title T] [--kvroute NAME] [--only N,N] [--note T] FILE.jsonl...\n');
+    process.stderr.write('usage: node bench/floor_tables.js --out DIR [--title T] [--kvroute NAME] [--approx NAME] [--only N,N] [--note T] FILE.jsonl...\n');
     process.exit(2);
   }
   fs.mkdirSync(v.out, { recursive: true });
@@ -217,7 +227,31 @@ function main() {
     if (out.length) plot(dat, path.join(v.out, 'floor3_cached.png'), `${v.title}: cached-token ratio against the partition`,
       'cached-token ratio / partition', '[0:1.6]', 0.95, false, ncols);
   }
-  process.stdout.write(`wrote ${v.out}/floor{1_requests,2_ttft,3_cached}.{md,dat,png}\n`);
+  // floor 4: approximate mode's cached-token ratio within 0.05 of kv mode's
+  const ap = LABEL.get(v.approx) || v.approx;
+  const both = points.filter((q) => at(...q, ap) && at(...q, me));
+  if (both.length) {
+    let met = 0;
+    const diff = (q) => at(...q, ap).ctr - at(...q, me).ctr;
+    const md = head('floor 4, approximate mode against kv mode (steady cached-token ratio)').concat([
+      `| point | ${ap} | ${me} | difference | within ${APPROX_LIMIT} |`, '|---|---|---|---|---|']);
+    for (const q of both) {
+      const d = diff(q);
+      const ok = Math.abs(d) <= APPROX_LIMIT;
+      if (ok) met++;
+      md.push(`| ${pt(q)} | ${f3(at(...q, ap).ctr)} | ${f3(at(...q, me).ctr)} | ${d >= 0 ? '+' : ''}${f3(d)} | ${ok ? 'yes' : '**no**'} |`);
+    }
+    const worst = Math.max(...both.map((q) => Math.abs(diff(q))));
+    md.push('', `Within ${APPROX_LIMIT} at **${met} of ${both.length}** points measured in both modes ` +
+      `(of ${points.length} in the rows); the largest difference is ${f3(worst)}.`);
+    fs.writeFileSync(path.join(v.out, 'floor4_approx.md'), md.join('\n') + '\n');
+    const dat = path.join(v.out, 'floor4_approx.dat');
+    const col = `|${ap} - ${me}|`;
+    writeDat(dat, [col], both, (q) => Math.abs(diff(q)));
+    plot(dat, path.join(v.out, 'floor4_approx.png'), `${v.title}: approximate against kv mode`,
+      'cached-token ratio, |approximate - kv|', '[0:0.1]', APPROX_LIMIT, false, 3);
+  }
+  process.stdout.write(`wrote ${v.out}/floor{1_requests,2_ttft,3_cached${both.length ? ',4_approx' : ''}}.{md,dat,png}\n`);
 }
 
 if (require.main === module) main();
