@@ -147,13 +147,20 @@ const ttftC = (decode = 1200, evict = 2, wait = 40000, hostWeight = 0.75, speedM
 // other values
 const ttftMetrics = (own = 50, decode = 300) => ttftC(decode, 2, 40000, 0.75, 500, own);
 
-// the scripts' --own N[:D] (ttft_own N, ttft_decode D, the default when
-// not given): the simulator's name for it, its maker and the module's
-// kvroute line it stands for
-function ttftSpec(spec) {
-  const [own, decode] = spec.split(':').map(Number);
-  return { name: `kvroute ttft+speed own=${spec}`, make: () => ttftMetrics(own, decode),
-    kvroute: `kvroute mode=kv metrics=on ttft_own=${own}${decode === undefined ? '' : ` ttft_decode=${decode}`} capacity=585` };
+// kvroute's policy with metrics=on at ttft_own / ttft_decode (a value left
+// out: the module's default), with the kvroute line it stands for (the
+// simulator's one fleet, 585 blocks): result rows name the configuration
+// from the same pair the simulator ran
+function metricsPolicy(own, decode) {
+  const set = (own === undefined ? '' : ` ttft_own=${own}`) + (decode === undefined ? '' : ` ttft_decode=${decode}`);
+  return { make: () => ttftMetrics(own, decode), kvroute: `kvroute mode=kv metrics=on${set} capacity=585` };
 }
 
-module.exports = { pickFlat, flatten, ttftC, ttftMetrics, ttftSpec, itlUpdate, POLICY, HEAD, CAND, MAX };
+// the scripts' --own N[:D] (ttft_own N, ttft_decode D): its name in the
+// simulator's rows, its maker and its kvroute line
+function ttftSpec(spec) {
+  const [own, decode] = spec.split(':').map(Number);
+  return Object.assign({ name: `kvroute ttft+speed own=${spec}` }, metricsPolicy(own, decode));
+}
+
+module.exports = { pickFlat, flatten, ttftC, ttftMetrics, metricsPolicy, ttftSpec, itlUpdate, POLICY, HEAD, CAND, MAX };

@@ -53,23 +53,21 @@ const POLICIES = {
   dynamo: () => P.dynamoExact(),
   partition: () => P.partition(),
   'kvroute ttft': () => C.ttftC(1200, 2, 40000, 0.75, 0),
-  // with speeds the module's ttft_decode defaults to 300 (BENCHMARKS
-  // §2.40; 600 from §2.26 until 2026-12-05) and ttft_own to 50 (§2.31);
-  // own=0 decode=600: the default until 2026-12-04; decode=600: until
-  // 2026-12-05
-  'kvroute ttft+speed': () => C.ttftMetrics(),
-  'kvroute ttft+speed decode=600': () => C.ttftMetrics(50, 600),
-  'kvroute ttft+speed own=0': () => C.ttftMetrics(0, 600),
 };
 
 // the module's configuration each of kvroute's stands for (the simulator
 // has one engine fleet, capacity 585 blocks; no events port, no timers)
-const KVROUTE = {
-  'kvroute ttft': 'kvroute mode=kv capacity=585',
-  'kvroute ttft+speed': 'kvroute mode=kv metrics=on capacity=585',
-  'kvroute ttft+speed decode=600': 'kvroute mode=kv metrics=on ttft_decode=600 capacity=585',
-  'kvroute ttft+speed own=0': 'kvroute mode=kv metrics=on ttft_decode=600 ttft_own=0 capacity=585',
-};
+const KVROUTE = { 'kvroute ttft': 'kvroute mode=kv capacity=585' };
+
+// with speeds the module's ttft_decode defaults to 300 (BENCHMARKS §2.40;
+// 600 from §2.26 until 2026-12-05) and ttft_own to 50 (§2.31); own=0
+// decode=600: the default until 2026-12-04; decode=600: until 2026-12-05
+for (const [name, m] of [['kvroute ttft+speed', C.metricsPolicy()],
+  ['kvroute ttft+speed decode=600', C.metricsPolicy(undefined, 600)],
+  ['kvroute ttft+speed own=0', C.metricsPolicy(0, 600)]]) {
+  POLICIES[name] = m.make;
+  KVROUTE[name] = m.kvroute;
+}
 
 const EXTRA = new Set();
 for (const spec of (v.own ? v.own.split(',') : [])) {

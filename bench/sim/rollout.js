@@ -40,7 +40,7 @@ const { parseGpus } = require('../emulator/options');
 const { DEFAULT_MAX_TOKENS } = require('../fidelity/model');
 
 const BASES = {
-  kvroute: () => C.ttftMetrics(),     // the module's default with metrics=on
+  kvroute: C.metricsPolicy().make,   // the module's default with metrics=on
   dynamo: () => P.dynamoExact(),
   round_robin: () => P.roundRobin(),
 };
@@ -222,7 +222,7 @@ if (require.main === module) {
         horizon: Number(v.horizon), objective: v.objective, futures: Number(v.futures), base: v.base,
         // the module's configuration kvroute's row, or a rollout over it, stands for
         kvroute: policy === 'kvroute' || (policy.startsWith('rollout') && v.base === 'kvroute')
-          ? 'kvroute mode=kv metrics=on capacity=585' : null,
+          ? C.metricsPolicy().kvroute : null,
         commit: COMMIT, emulator_params: EMULATOR, runs: 1, clock: 'virtual',
         picks_by_engine: picksBy(recs), misses_by_engine: missesBy(recs) }, s,
       // the rollout's choices, an engine's digit a request (up to 10 engines)
