@@ -55,6 +55,7 @@ class Engine {
       gpu: this.o.gpu,
       hashRoot: noneHash(this.o.hashSeed || 0),
       partialBlocks: !!(this.o.eventForms && this.o.eventForms.partial),
+      eosTokens: this.o.eosTokens || null,
       outputTokenId: (i) => this.filler.ids[i % this.filler.ids.length],
       onScheduled: () => { if (this.publisher) this.publisher.flush(); },
     });

@@ -207,7 +207,7 @@ async function handleGenerate(engine, req, res, chat) {
   const choices = [];
   prompts.forEach((ids, p) => {
     for (let k = 0; k < common.n; k++) {
-      choices.push({ index: p * common.n + k, prompt: p, sample: k, texts: [], done: false, request: null });
+      choices.push({ index: p * common.n + k, prompt: p, sample: k, texts: [], finish: 'length', done: false, request: null });
     }
   });
   let remaining = choices.length;
@@ -250,8 +250,8 @@ async function handleGenerate(engine, req, res, chat) {
       const text = c.texts.join('');
       return chat
         ? { index: c.index, message: { role: 'assistant', content: text, reasoning_content: null, tool_calls: [] },
-          logprobs: null, finish_reason: 'length', stop_reason: null }
-        : { index: c.index, text, logprobs: null, finish_reason: 'length', stop_reason: null,
+          logprobs: null, finish_reason: c.finish, stop_reason: null }
+        : { index: c.index, text, logprobs: null, finish_reason: c.finish, stop_reason: null,
           prompt_logprobs: null };
     });
     sendJson(engine, res, 200, { id, object, created, model, choices: out, usage: usage(),
@@ -261,8 +261,10 @@ async function handleGenerate(engine, req, res, chat) {
   const handlersFor = (c) => ({
     onToken: (text, index, last) => {
       c.texts.push(text);
+      // 'length' or 'stop' (scheduler.js), as vLLM's finish_reason
+      const finish = last || null;
+      if (finish) c.finish = finish;
       if (!common.stream || res.destroyed) return;
-      const finish = last ? 'length' : null;
       if (chat) {
         if (index === 0) {
           writeChunk({ id, object: chunkObject, created, model,

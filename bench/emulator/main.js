@@ -154,6 +154,7 @@ async function main() {
         gpu: R === 1 ? gpuOf(i) : new Gpu(clock, { speed: o.gpus.length ? o.gpus[o.gpuOf[i]] : 1,
           share: o.share }),
         frontendUs: o.frontendUs,
+        eosTokens: o.eosTokens,
         kvEvents: o.kvEvents,
         eventsHost: o.eventsHost,
         eventsPort: o.eventsBasePort + i * R + r,

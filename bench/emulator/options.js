@@ -3,6 +3,7 @@
 
 const { parseArgs } = require('node:util');
 const { DEFAULT_TIMING } = require('./scheduler');
+const { parseRange } = require('./eos');
 
 // The seed's nodes (GPU and its host) as speeds against the 24 GB-class
 // card's: compute is what a prefill token costs (the GPU's tensor
@@ -18,6 +19,9 @@ const GPU_SHARE = 0.904;
 // sees it: vLLM's API server (HTTP, tokenizing), or Dynamo's frontend in
 // its place (fitted)
 const FRONTEND_US = 8530;
+// the range of the model's own answer lengths, "lo-hi" (eos.js; '': none,
+// every answer runs to the client's max_tokens)
+const EOS_TOKENS = '';
 
 // a GPU as Gpu's options: a number is one speed for all its work; an
 // object gives compute (prefill) and step (a step's fixed work) apart
@@ -80,6 +84,7 @@ const SPEC = {
   placement: { type: 'string', default: '0' },
   share: { type: 'string', default: String(GPU_SHARE) },
   'frontend-us': { type: 'string', default: String(FRONTEND_US) },
+  'eos-tokens': { type: 'string', default: EOS_TOKENS },
   processes: { type: 'string', default: '1' },
   'engine-set': { type: 'string', default: '' },
   'max-batched-tokens': { type: 'string', default: String(DEFAULT_TIMING.maxBatchedTokens) },
@@ -148,6 +153,8 @@ function parseOptions(argv) {
     placement: num(v.placement, 'placement', 0, true),
     share: num(v.share, 'share', 0, false),
     frontendUs: num(v['frontend-us'], 'frontend-us', 0, false),
+    // the range of the model's own answer lengths (eos.js)
+    eosTokens: parseRange(v['eos-tokens']),
     processes: num(v.processes, 'processes', 1, true),
     // each answer's usage says how its request went in the engine
     trace: !!v.trace,
@@ -194,4 +201,4 @@ function placeEngines(engines, gpus, placement) {
 const USAGE = `usage: node bench/emulator/main.js --engines N --base-port 8001 [options]
   see bench/README.md for every option`;
 
-module.exports = { parseOptions, placeEngines, parseGpus, gpuSpec, GPU_CLASSES, GPU_SHARE, FRONTEND_US, USAGE };
+module.exports = { parseOptions, placeEngines, parseGpus, gpuSpec, GPU_CLASSES, GPU_SHARE, FRONTEND_US, EOS_TOKENS, USAGE };

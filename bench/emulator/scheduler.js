@@ -39,6 +39,7 @@
 const { extendBlockHashes, hashBlock, blockExtraKeys } = require('./kv_cache');
 const { Gpu } = require('./gpu');
 const { realClock } = require('./model_clock');
+const { outputLength } = require('./eos');
 
 // Fitted to the seed's tables (bench/fidelity/fit.js, BENCHMARKS.md §3.1),
 // at the reference node's speeds; the node model (speeds, placement,
@@ -80,6 +81,7 @@ class Request {
     this.promptLen = promptIds.length;
     this.maxTokens = maxTokens;
     this.generated = 0;
+    this.outputLength = maxTokens;  // where it stops (set by submit, eos.js)
     this.numComputed = 0;
     this.numCachedTokens = -1;
     this.blocks = [];
@@ -99,7 +101,8 @@ class Scheduler {
   // cache: KvCache; opts: timing (see DEFAULT_TIMING), gpu (a Gpu shared
   // with sibling engines; default one of its own on the real clock),
   // outputTokenId(i), onScheduled() called after each scheduling pass (to
-  // publish events)
+  // publish events), eosTokens (eos.js: the range of the model's own
+  // answer lengths, { lo, hi }; null: every answer runs to max_tokens)
   constructor(cache, opts) {
     this.cache = cache;
     this.bs = cache.blockSize;
@@ -110,6 +113,7 @@ class Scheduler {
     this.root = opts.hashRoot;
     // vLLM's partial-block stores (docs/engine-events.md "Token ids")
     this.partialBlocks = !!opts.partialBlocks;
+    this.eosTokens = opts.eosTokens || null;
     this.waiting = [];
     this.running = [];
     this.busy = false;         // a step is in flight
@@ -146,6 +150,7 @@ class Scheduler {
       throw new Error('request needs more blocks than the whole cache');
     }
     extendBlockHashes(req.blockHashes, req.tokens, req.promptLen, this.bs, this.root, req.keys);
+    req.outputLength = outputLength(req.tokens, req.maxTokens, this.eosTokens);
     req.state = 'waiting';
     req.submitMs = this.gpu.clock.now();
     req.atSubmit = { used: this.cache.numBlocks - this.cache.numFree(),
@@ -374,9 +379,12 @@ class Scheduler {
       req.tokens.push(id);
       req.generated++;
       this._recordItl(req);
-      const last = req.generated >= req.maxTokens;
+      // the reason, as vLLM's finish_reason: 'length' at max_tokens,
+      // 'stop' where the model ended it
+      const last = req.generated >= req.maxTokens ? 'length'
+        : req.generated >= req.outputLength ? 'stop' : false;
       req.onToken(id, req.generated - 1, last);
-      if (last) this._finish(req, 'length');
+      if (last) this._finish(req, last);
     }
   }
 

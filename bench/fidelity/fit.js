@@ -13,18 +13,23 @@
 // --on 6 fits on the 6-worker cells only and reports the 3-worker cells
 // out of sample. Prints the best parameters and its table of cells.
 //
-// The parameters (9), each physical and bounded:
+// The parameters (9), each physical and bounded (decode_us_per_seq, the
+// GPU time a decoding request adds to a step, is not searched since
+// 2026-12-05: the search had put it at 3.3 µs, nothing beside a 6.4 ms
+// step; it keeps that value):
 //   baseUs         CPU time of a scheduler step, µs (the engine's own work)
 //   gpuStepUs      GPU time of a step besides its tokens (weights, launches)
 //   prefillUsPerToken  GPU time per uncached prompt token at speed 1
-//   decodeUsPerSeq GPU time per decoding request in a step at speed 1
 //   compute8g      an 8 GB-class laptop's prefill speed against the 24 GB
 //                  node's (the GPU's tensor throughput)
 //   step8g         its speed at a step's fixed work (host CPU, the
 //                  memory-bound reads of decode) against the 24 GB node's
 //   share          how much two engines on one GPU slow each other (1 =
 //                  time-slicing)
-//   maxTokens      output tokens per request (the seed does not state it)
+//   maxTokens      the client's max_tokens (the seed does not state it)
+//   eosSpread      how far below max_tokens the model's own answers reach
+//                  (emulator/eos.js rangeOfSpread: lengths uniform over
+//                  the top eosSpread of 1..max_tokens; 0 = all max_tokens)
 //   frontendUs     the serving frontend's time per request before the
 //                  engine sees it (HTTP, tokenizing): vLLM's API server in
 //                  the baseline, Dynamo's frontend in round robin and KV
@@ -35,25 +40,30 @@ const { parseArgs } = require('node:util');
 const fs = require('node:fs');
 const { simulate } = require('../sim/sim');
 const P = require('../sim/policies');
+const { DEFAULT_TIMING } = require('../emulator/scheduler');
+const { rangeOfSpread, parseRange } = require('../emulator/eos');
 const cells = require('./cells');
 
 const BOUNDS = {
   baseUs: [500, 30000],
   gpuStepUs: [0, 30000],
   prefillUsPerToken: [5, 120],
-  decodeUsPerSeq: [0, 15000],
   compute8g: [0.2, 1],
   step8g: [0.2, 1],
   share: [0.3, 1],
-  maxTokens: [4, 64],
+  maxTokens: [4, 128],
+  eosSpread: [0, 1],
   frontendUs: [0, 30000],
 };
 const INTEGER = new Set(['maxTokens']);
+// searched on a linear scale (the others on a log scale)
+const FRACTIONS = new Set(['share', 'compute8g', 'step8g', 'eosSpread']);
 
 // what the simulator runs for each of the seed's variants
 // (--baseline request: the seed's client opened a connection a request, so
 // kube-proxy's pick per connection is a pick per request)
 let baselinePerRequest = false;
+function useBaseline(kind) { baselinePerRequest = kind === 'request'; }
 function policyFor(variant) {
   if (variant === 'baseline') return baselinePerRequest ? P.random() : P.randomPerConnection();
   if (variant === 'round_robin') return P.roundRobin();
@@ -70,9 +80,9 @@ function median(xs) {
 function runPoint(pt, prm, seeds, requests) {
   const rs = seeds.map((seed) => simulate({
     workers: pt.w, prefixes: pt.p, concurrency: pt.c, requests, seed,
-    maxTokens: prm.maxTokens,
+    maxTokens: prm.maxTokens, eosTokens: rangeOfSpread(prm.maxTokens, prm.eosSpread),
     timing: { baseUs: prm.baseUs, gpuStepUs: prm.gpuStepUs, prefillUsPerToken: prm.prefillUsPerToken,
-      decodeUsPerSeq: prm.decodeUsPerSeq },
+      decodeUsPerSeq: DEFAULT_TIMING.decodeUsPerSeq },
     gpus: [1, { compute: prm.compute8g, step: prm.step8g }, { compute: prm.compute8g, step: prm.step8g }], share: prm.share,
     frontendUs: prm.frontendUs,
   }, policyFor(pt.variant)));
@@ -158,7 +168,7 @@ function fit(start, cellList, seeds, requests, maxEvals, log) {
       for (const dir of [1, -1]) {
         if (evals >= maxEvals) break;
         const cand = Object.assign({}, best);
-        if (k === 'share' || k === 'compute8g' || k === 'step8g') cand[k] = best[k] + dir * step * 0.5;
+        if (FRACTIONS.has(k)) cand[k] = best[k] + dir * step * 0.5;
         else if (best[k] === 0) cand[k] = dir > 0 ? BOUNDS[k][1] * step * 0.1 : 0;
         else cand[k] = best[k] * (1 + dir * step);
         const c = clampPrm(cand);
@@ -204,8 +214,8 @@ function fitEs(start, cellList, seeds, requests, maxEvals, log, rngSeed) {
   while (evals < maxEvals) {
     const cand = {};
     for (const k of Object.keys(BOUNDS)) {
-      if (k === 'share' || k === 'compute8g' || k === 'step8g') cand[k] = best[k] + gauss() * sigma * 0.3;
-      else if (k === 'gpuStepUs' || k === 'frontendUs' || k === 'decodeUsPerSeq') {
+      if (FRACTIONS.has(k)) cand[k] = best[k] + gauss() * sigma * 0.3;
+      else if (k === 'gpuStepUs' || k === 'frontendUs') {
         cand[k] = Math.max(0, best[k] * Math.exp(gauss() * sigma) + gauss() * sigma * 200);
       } else cand[k] = best[k] * Math.exp(gauss() * sigma);
     }
@@ -274,17 +284,17 @@ function main() {
     baseline: { type: 'string', default: require('./model').SEED_BASELINE },
     'rng-seed': { type: 'string', default: '1' },
   } });
-  const { DEFAULT_TIMING } = require('../emulator/scheduler');
-  const { GPU_CLASSES, GPU_SHARE } = require('../emulator/options');
+  const { GPU_CLASSES, GPU_SHARE, FRONTEND_US, EOS_TOKENS } = require('../emulator/options');
+  // the emulator's answer lengths as the fit's spread (rangeOfSpread's inverse)
+  const eos = parseRange(EOS_TOKENS);
   const { DEFAULT_MAX_TOKENS } = require('./model');
-  const { FRONTEND_US } = require('../emulator/options');
   const start = Object.assign({
     baseUs: DEFAULT_TIMING.baseUs, gpuStepUs: DEFAULT_TIMING.gpuStepUs,
-    prefillUsPerToken: DEFAULT_TIMING.prefillUsPerToken, decodeUsPerSeq: DEFAULT_TIMING.decodeUsPerSeq,
+    prefillUsPerToken: DEFAULT_TIMING.prefillUsPerToken,
     compute8g: GPU_CLASSES['8g'].compute, step8g: GPU_CLASSES['8g'].step, share: GPU_SHARE, maxTokens: DEFAULT_MAX_TOKENS,
-    frontendUs: FRONTEND_US,
+    frontendUs: FRONTEND_US, eosSpread: eos ? (eos.hi - eos.lo) / Math.max(1, eos.hi - 1) : 0,
   }, v.start ? JSON.parse(v.start) : {});
-  baselinePerRequest = v.baseline === 'request';
+  useBaseline(v.baseline);
   const seeds = v.seeds.split(',').map(Number);
   const requests = Number(v.requests);
   const fitCells = v.on === '6' ? cells.MAIN.filter((x) => x.w === 6) : cells.MAIN;
@@ -317,4 +327,4 @@ function gainTable(rows) {
 
 if (require.main === module) main();
 
-module.exports = { evaluate, score, summarize, gainRows, gainTable, table, fit, BOUNDS, policyFor };
+module.exports = { evaluate, score, summarize, gainRows, gainTable, table, fit, BOUNDS, FRACTIONS, policyFor, useBaseline };

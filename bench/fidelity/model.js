@@ -17,9 +17,10 @@ const SEED_BASELINE = 'request';
 // The calibrated model as result rows record it.
 function emulatorDefaults() {
   const { DEFAULT_TIMING } = require('../emulator/scheduler');
-  const { GPU_CLASSES, GPU_SHARE, FRONTEND_US } = require('../emulator/options');
+  const { GPU_CLASSES, GPU_SHARE, FRONTEND_US, EOS_TOKENS } = require('../emulator/options');
   return { gpus: '24g,8g,8g', gpu_classes: GPU_CLASSES, share: GPU_SHARE, frontend_us: FRONTEND_US,
-    timing: DEFAULT_TIMING, max_tokens: DEFAULT_MAX_TOKENS, seed_baseline: SEED_BASELINE };
+    timing: DEFAULT_TIMING, max_tokens: DEFAULT_MAX_TOKENS, eos_tokens: EOS_TOKENS || null,
+    seed_baseline: SEED_BASELINE };
 }
 
 module.exports = { DEFAULT_MAX_TOKENS, SEED_BASELINE, emulatorDefaults };

@@ -32,7 +32,7 @@ const { rng } = require('../loadgen/workload');
 const cells = require('./cells');
 const fitjs = require('./fit');
 
-const FRACTIONS = new Set(['compute8g', 'step8g', 'share']);
+const { FRACTIONS } = fitjs;
 
 // a start drawn log-uniformly within each bound (uniformly for the
 // fractions); a bound at zero is read as 1% of the upper one, so that no

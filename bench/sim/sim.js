@@ -12,7 +12,8 @@ const { Scheduler, Request } = require('../emulator/scheduler');
 const { rng, poissonArrivals, arrivalSeed, PREFIX_TOKENS, TAIL_TOKENS } = require('../loadgen/workload');
 const { Gpu } = require('../emulator/gpu');
 const { processClock } = require('../emulator/model_clock');
-const { placeEngines, gpuSpec, GPU_SHARE, FRONTEND_US } = require('../emulator/options');
+const { placeEngines, gpuSpec, GPU_SHARE, FRONTEND_US, EOS_TOKENS } = require('../emulator/options');
+const { parseRange } = require('../emulator/eos');
 const { summarise } = require('../loadgen/stats');
 const { Worker, addActive, firstToken, removeActive } = require('../loadgen/dynamo');
 
@@ -46,7 +47,8 @@ function workload(prefixes, count, seed, root) {
 //    CpuTier; 0: none), timing (emulator timing overrides), gpus
 //    (speeds; default a GPU of speed 1 per engine), placement (engines per
 //    GPU, as the emulator's --placement), share (GPU_SHARE), frontendUs
-//    (the emulator's --frontend-us), measureFrom (requests before this
+//    (the emulator's --frontend-us), eosTokens (--eos-tokens as eos.js's range),
+//    measureFrom (requests before this
 //    index are not counted), limit (send only the first `limit` of the
 //    workload's requests: a prefix of the same run, bench/sim/rollout.js),
 //    workload (the requests to send instead of the seed's: workloadOf's
@@ -73,7 +75,7 @@ function simulate(o, policy) {
         { share: o.share === undefined ? GPU_SHARE : o.share })));
     }
     const sched = new Scheduler(cache, { hashRoot: root, outputTokenId: () => 7, timing: o.timing,
-      gpu: gpus.get(g) });
+      gpu: gpus.get(g), eosTokens: o.eosTokens === undefined ? parseRange(EOS_TOKENS) : o.eosTokens });
     engines.push({ index: i, cache, sched, inflight: 0, inflightTokens: 0, inflightUncached: 0,
       // Dynamo's own bookkeeping of what it routed (loadgen/dynamo.js)
       dyn: new Worker(i) });

@@ -400,3 +400,34 @@ test('--trace: the usage says how the request went in the engine; without it, no
   const b = await postJson(emu.basePort, '/v1/completions', { prompt: tokens(6, 40), max_tokens: 2 });
   assert.equal(b.json.usage.emulator_trace, undefined, 'no trace without --trace');
 });
+
+test('--eos-tokens: the model ends an answer on its own (finish_reason stop), the same length for the same prompt; max_tokens still cuts it', async () => {
+  const eos = await startEmulator(['--time-scale', '50', '--capacity-blocks', '400', '--eos-tokens', '2-9'], 1);
+  try {
+    const lens = [];
+    for (let k = 0; k < 6; k++) {
+      const prompt = tokens(100 + k * 31, 50);
+      const a = await postJson(eos.basePort, '/v1/completions', { prompt, max_tokens: 100 });
+      assert.equal(a.status, 200);
+      const n = a.json.usage.completion_tokens;
+      assert.ok(n >= 2 && n <= 9, `completion_tokens ${n}`);
+      assert.equal(a.json.choices[0].finish_reason, 'stop');
+      const b = await postJson(eos.basePort, '/v1/chat/completions', { messages: [{ role: 'user', content: 'x' }],
+        max_tokens: 100, stream: true, stream_options: { include_usage: true } });
+      assert.equal(b.status, 200);
+      const chunks = sseData(b.body).slice(0, -1).map((d) => JSON.parse(d));
+      const finishes = chunks.filter((c) => c.choices && c.choices[0] && c.choices[0].finish_reason);
+      assert.equal(finishes.length, 1);
+      assert.equal(finishes[0].choices[0].finish_reason, 'stop');
+      const again = await postJson(eos.basePort, '/v1/completions', { prompt, max_tokens: 100 });
+      assert.equal(again.json.usage.completion_tokens, n);
+      lens.push(n);
+      const cut = await postJson(eos.basePort, '/v1/completions', { prompt, max_tokens: 1 });
+      assert.equal(cut.json.usage.completion_tokens, 1);
+      assert.equal(cut.json.choices[0].finish_reason, 'length');
+    }
+    assert.ok(new Set(lens).size > 1, `lengths ${lens}`);
+  } finally {
+    assert.equal(await eos.stop(), 0);
+  }
+});

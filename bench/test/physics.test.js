@@ -197,3 +197,64 @@ test('an engine that stops leaves the GPU to its sibling at full speed', () => {
   // remaining 11 at full speed: 6 + 11 (alone it would be 15, shared 28)
   assert.equal(ra.times[0], 17);
 });
+
+test('the model ends its answer where its prompt says (--eos-tokens): one length a prompt, uniform over the range, cut at max_tokens', () => {
+  const { outputLength, parseRange, rangeOfSpread } = require('../emulator/eos');
+  const prompts = Array.from({ length: 2000 }, (_, k) => seq(1000 + k * 3001, 40));
+  // no range: every answer is max_tokens long
+  assert.ok(prompts.every((p) => outputLength(p, 29, null) === 29));
+  // a prompt always gets the same length; 1-57 is covered evenly
+  const range = parseRange('1-57');
+  const lens = prompts.map((p) => outputLength(p, 100, range));
+  assert.deepEqual(prompts.map((p) => outputLength(p, 100, range)), lens);
+  assert.equal(Math.min(...lens), 1);
+  assert.equal(Math.max(...lens), 57);
+  const mean = lens.reduce((a, b) => a + b, 0) / lens.length;
+  assert.ok(Math.abs(mean - 29) < 1, `mean ${mean}`);
+  const low = lens.filter((n) => n <= 19).length / lens.length;
+  assert.ok(Math.abs(low - 19 / 57) < 0.04, `share of the lowest third ${low}`);
+  // max_tokens cuts the model's answer, and only the answers past it
+  const cut = prompts.map((p) => outputLength(p, 20, range));
+  assert.ok(cut.every((n, i) => n === Math.min(20, lens[i])));
+  // the fit's spread: the top half of 1..57
+  assert.deepEqual(rangeOfSpread(57, 0.5), { lo: 29, hi: 57 });
+  assert.equal(rangeOfSpread(57, 0), null);
+  assert.throws(() => parseRange('9-3'), /eos-tokens/);
+  assert.throws(() => parseRange('0-3'), /eos-tokens/);
+});
+
+test('an answer the model ends early finishes with reason stop, at its length, and frees its blocks', () => {
+  const { outputLength } = require('../emulator/eos');
+  clock.reset();
+  const cache = new KvCache({ numBlocks: 100, blockSize: 16 });
+  const sched = new Scheduler(cache, { timing: T, hashRoot: ROOT, gpu: new Gpu(processClock(clock.now)),
+    eosTokens: { lo: 1, hi: 40 } });
+  // a prompt whose answer ends well before max_tokens
+  let prompt = null;
+  for (let k = 0; prompt === null; k++) {
+    const p = seq(50 + k * 977, 100);
+    const n = outputLength(p, 40, { lo: 1, hi: 40 });
+    if (n > 5 && n < 20) prompt = p;
+  }
+  const want = outputLength(prompt, 40, { lo: 1, hi: 40 });
+  const got = { tokens: 0, last: null, reason: null };
+  sched.submit(new Request(0, prompt, 40, {
+    onToken: (id, i, last) => { got.tokens++; got.last = last; },
+    onFinish: (reason) => { got.reason = reason; },
+  }));
+  clock.drain();
+  assert.equal(got.tokens, want);
+  assert.equal(got.last, 'stop');
+  assert.equal(got.reason, 'stop');
+  assert.equal(cache.numFree(), 100);
+  // max_tokens below the model's own length: 'length', as vLLM says
+  const capped = { tokens: 0, reason: null };
+  sched.submit(new Request(1, prompt, 3, {
+    onToken: () => { capped.tokens++; },
+    onFinish: (reason) => { capped.reason = reason; },
+  }));
+  clock.drain();
+  assert.ok(want > 3);
+  assert.equal(capped.tokens, 3);
+  assert.equal(capped.reason, 'length');
+});
