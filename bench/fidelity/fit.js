@@ -76,16 +76,30 @@ function median(xs) {
   return a.length % 2 ? a[(a.length - 1) / 2] : (a[a.length / 2 - 1] + a[a.length / 2]) / 2;
 }
 
-// every figure of one point, each the median over the seeds
-function runPoint(pt, prm, seeds, requests) {
-  const rs = seeds.map((seed) => simulate({
-    workers: pt.w, prefixes: pt.p, concurrency: pt.c, requests, seed,
-    maxTokens: prm.maxTokens, eosTokens: rangeOfSpread(prm.maxTokens, prm.eosSpread),
+// A parameter set as the simulator's options for the seed's nodes
+// (24g,8g,8g), beside the emulator's command line that makes the same world
+// (floors.js --world judges the floors in it)
+function simWorld(prm) {
+  const laptop = { compute: prm.compute8g, step: prm.step8g };
+  const eos = rangeOfSpread(prm.maxTokens, prm.eosSpread || 0);
+  return {
+    maxTokens: prm.maxTokens, eosTokens: eos,
     timing: { baseUs: prm.baseUs, gpuStepUs: prm.gpuStepUs, prefillUsPerToken: prm.prefillUsPerToken,
       decodeUsPerSeq: DEFAULT_TIMING.decodeUsPerSeq },
-    gpus: [1, { compute: prm.compute8g, step: prm.step8g }, { compute: prm.compute8g, step: prm.step8g }], share: prm.share,
-    frontendUs: prm.frontendUs,
-  }, policyFor(pt.variant)));
+    gpus: [1, laptop, laptop], share: prm.share, frontendUs: prm.frontendUs,
+    emulatorArgs: ['--base-us', String(prm.baseUs), '--gpu-step-us', String(prm.gpuStepUs),
+      '--prefill-us-per-token', String(prm.prefillUsPerToken), '--gpus', `1,${prm.compute8g}/${prm.step8g},${prm.compute8g}/${prm.step8g}`,
+      '--share', String(prm.share), '--frontend-us', String(prm.frontendUs)]
+      .concat(eos ? ['--eos-tokens', `${eos.lo}-${eos.hi}`] : []),
+  };
+}
+
+// every figure of one point, each the median over the seeds
+function runPoint(pt, prm, seeds, requests) {
+  const world = simWorld(prm);
+  const rs = seeds.map((seed) => simulate(Object.assign({
+    workers: pt.w, prefixes: pt.p, concurrency: pt.c, requests, seed,
+  }, world), policyFor(pt.variant)));
   const out = {};
   for (const k of Object.keys(rs[0])) out[k] = median(rs.map((r) => r[k]));
   return out;
@@ -327,4 +341,4 @@ function gainTable(rows) {
 
 if (require.main === module) main();
 
-module.exports = { evaluate, score, summarize, gainRows, gainTable, table, fit, BOUNDS, FRACTIONS, policyFor, useBaseline };
+module.exports = { evaluate, score, summarize, gainRows, gainTable, table, fit, BOUNDS, FRACTIONS, policyFor, useBaseline, simWorld };

@@ -20,6 +20,9 @@
 //       [--policies 'kvroute ttft+speed']   (Dynamo always runs, as the yardstick)
 //       [--own 50,50:900]   (also 'kvroute ttft+speed own=N[:D]': ttft_own=N, ttft_decode=D,
 //                            300 when not given)
+//       [--world JSON]   (another fitted world, fit.js's parameters, e.g. a
+//                         row's params from its --jsonl: the seed's nodes
+//                         with those speeds; --gpus is then not read)
 // Prints a markdown table and the floors met.
 
 require('./clock');
@@ -43,7 +46,11 @@ const { values: v } = parseArgs({ options: {
   policies: { type: 'string' },           // a comma-separated subset
   gpus: { type: 'string', default: '24g,8g,8g' },
   own: { type: 'string' },
+  world: { type: 'string' },
 } });
+
+// the world the policies run in: the emulator's defaults, or --world's
+const WORLD = v.world ? require('../fidelity/fit').simWorld(JSON.parse(v.world)) : null;
 
 const POLICIES = {
   round_robin: () => P.roundRobin(),
@@ -85,16 +92,19 @@ const median = (xs) => {
 const seeds = v.seeds.split(',').map(Number);
 // what every row was computed with (the simulator's clock is virtual: no lag)
 const COMMIT = require('../loadgen/provenance').commit(require('node:path').join(__dirname, '..', '..'));
-const EMULATOR = Object.assign(require('../fidelity/model').emulatorDefaults(), { gpus: v.gpus });
+const EMULATOR = WORLD
+  ? Object.assign(require('../fidelity/model').emulatorDefaults(), { world: JSON.parse(v.world),
+    gpus: null, extra_args: WORLD.emulatorArgs, max_tokens: WORLD.maxTokens })
+  : Object.assign(require('../fidelity/model').emulatorDefaults(), { gpus: v.gpus });
 const rows = [];
 for (const w of v.workers.split(',').map(Number)) {
   for (const p of v.prefixes.split(',').map(Number)) {
     for (const c of v.concurrency.split(',').map(Number)) {
       for (const [name, mk] of Object.entries(POLICIES)) {
         if (v.policies && name !== 'dynamo' && !EXTRA.has(name) && !v.policies.split(',').includes(name)) continue;
-        const rs = seeds.map((seed) => simulate({ workers: w, prefixes: p, concurrency: c,
+        const rs = seeds.map((seed) => simulate(Object.assign({ workers: w, prefixes: p, concurrency: c,
           requests: Number(v.requests), seed, measureFrom: Number(v['measure-from']),
-          gpus: parseGpus(v.gpus), maxTokens: DEFAULT_MAX_TOKENS }, mk()));
+          gpus: parseGpus(v.gpus), maxTokens: DEFAULT_MAX_TOKENS }, WORLD || {}), mk()));
         const row = { w, p, c, policy: name, kvroute: KVROUTE[name] || null, seeds, runs: seeds.length,
           commit: COMMIT, emulator_params: EMULATOR, clock: 'virtual' };
         for (const k of ['request_hit_rate', 'cached_token_ratio', 'ttft_p50_ms', 'ttft_p99_ms', 'requests_per_s']) {

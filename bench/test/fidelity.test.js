@@ -89,3 +89,26 @@ test('the seed tables come from grid.js without its signal handlers: a fit stops
   assert.equal(r.stdout, '0');
   assert.equal(r.signal, 'SIGTERM');
 });
+
+test("a fitted world (fit.js simWorld) is the same world in the simulator and on the emulator's command line", () => {
+  const { simWorld, BOUNDS } = require('../fidelity/fit');
+  const { parseOptions } = require('../emulator/options');
+  const prm = { baseUs: 872, gpuStepUs: 5560, prefillUsPerToken: 18.6, compute8g: 0.92, step8g: 0.314,
+    share: 0.88, maxTokens: 43, eosSpread: 0.751, frontendUs: 7460 };
+  // every searched parameter reaches the world
+  assert.deepEqual(Object.keys(BOUNDS).sort(), Object.keys(prm).sort());
+  const w = simWorld(prm);
+  const o = parseOptions(['--engines', '3', ...w.emulatorArgs]);
+  for (const k of ['baseUs', 'gpuStepUs', 'prefillUsPerToken', 'decodeUsPerSeq']) assert.equal(o.timing[k], w.timing[k], k);
+  assert.deepEqual(o.gpus, w.gpus);
+  assert.equal(o.share, w.share);
+  assert.equal(o.frontendUs, w.frontendUs);
+  // answers of 12..43 tokens: the top 0.751 of 1..43
+  assert.deepEqual(w.eosTokens, { lo: 12, hi: 43 });
+  assert.deepEqual(o.eosTokens, w.eosTokens);
+  // no spread: no end of its own, and no flag for it
+  const fixed = simWorld(Object.assign({}, prm, { eosSpread: 0 }));
+  assert.equal(fixed.eosTokens, null);
+  assert.ok(!fixed.emulatorArgs.includes('--eos-tokens'));
+  assert.equal(parseOptions(['--engines', '3', ...fixed.emulatorArgs]).eosTokens, null);
+});

@@ -231,3 +231,18 @@ test('rollout: replayed choices reproduce a run; looking ahead beats its base; l
   // types drawn (the same for the same draw, others for another) on their heads
   assert.deepEqual(out.future, { length: 40, kept: true, same: true, other: true, headed: true, moved: true });
 });
+
+test('answers of unequal length (--eos-tokens) lengthen round robin\'s wait at 3 workers: a long answer holds its blocks while the next request waits', () => {
+  const { simulate } = require('../sim/sim');
+  const P = require('../sim/policies');
+  const o = { workers: 3, prefixes: 24, concurrency: 8, requests: 300, seed: 1, measureFrom: 60,
+    gpus: [1, { compute: 1, step: 0.3 }, { compute: 1, step: 0.3 }] };
+  // the same mean answer (28 tokens), once fixed and once spread over 1..55
+  const fixed = simulate(Object.assign({ maxTokens: 28, eosTokens: null }, o), P.roundRobin());
+  const spread = simulate(Object.assign({ maxTokens: 55, eosTokens: { lo: 1, hi: 55 } }, o), P.roundRobin());
+  assert.ok(spread.ttft_p99_ms > 1.3 * fixed.ttft_p99_ms,
+    `p99 ${spread.ttft_p99_ms} against ${fixed.ttft_p99_ms}`);
+  // the engines' work is about the same: requests/s within a fifth
+  assert.ok(Math.abs(spread.requests_per_s / fixed.requests_per_s - 1) < 0.2,
+    `req/s ${spread.requests_per_s} against ${fixed.requests_per_s}`);
+});
