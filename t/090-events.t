@@ -113,17 +113,20 @@ Content-Type: application/json
 
 
 === TEST 2: the engine's AllBlocksCleared empties what the index held for it
+(the helper subscribes first, as in TEST 1: under load it may not have yet
+when the engine publishes, and a PUB socket drops what nobody hears)
 --- main_config eval: $::MainConfig
 --- http_config eval: $::HttpConfig
 --- config eval: $::Config
 --- more_headers
 Content-Type: application/json
 --- request eval
-[ "POST /direct2/reset_prefix_cache\n",
+[ "GET /wait",
+  "POST /direct2/reset_prefix_cache\n",
   "GET /wait",
   "GET /kvroute_status" ]
 --- response_body_like eval
-[ qr/.*/, qr/ok/,
+[ qr/ok/, qr/.*/, qr/ok/,
   qr/kvroute_indexed_blocks\{upstream="llm",server="127.0.0.1:\d+"\} 0\n(?:.*\n)*kvroute_indexed_blocks\{upstream="llm",server="127.0.0.1:\d+"\} 0\n(?:.*\n)*kvroute_events_cleared_total\{upstream="llm",server="127.0.0.1:\d+"\} 1\n/ ]
 --- no_error_log
 [error]
