@@ -49,4 +49,11 @@ function rangeOfSpread(maxTokens, spread) {
   return { lo: maxTokens - Math.floor(Math.min(1, spread) * (maxTokens - 1)), hi: maxTokens };
 }
 
-module.exports = { outputLength, promptFraction, parseRange, rangeOfSpread };
+// rangeOfSpread's inverse for a range whose top is max_tokens (0 for none):
+// the middle of the spreads that make it, clear of the floor's rounding
+function spreadOfRange(range) {
+  if (!range || range.hi <= 1) return 0;
+  return Math.min(1, (range.hi - range.lo + 0.5) / (range.hi - 1));
+}
+
+module.exports = { outputLength, promptFraction, parseRange, rangeOfSpread, spreadOfRange };

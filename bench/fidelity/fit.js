@@ -41,7 +41,7 @@ const fs = require('node:fs');
 const { simulate } = require('../sim/sim');
 const P = require('../sim/policies');
 const { DEFAULT_TIMING } = require('../emulator/scheduler');
-const { rangeOfSpread, parseRange } = require('../emulator/eos');
+const { rangeOfSpread, parseRange, spreadOfRange } = require('../emulator/eos');
 const cells = require('./cells');
 
 const BOUNDS = {
@@ -299,14 +299,12 @@ function main() {
     'rng-seed': { type: 'string', default: '1' },
   } });
   const { GPU_CLASSES, GPU_SHARE, FRONTEND_US, EOS_TOKENS } = require('../emulator/options');
-  // the emulator's answer lengths as the fit's spread (rangeOfSpread's inverse)
-  const eos = parseRange(EOS_TOKENS);
   const { DEFAULT_MAX_TOKENS } = require('./model');
   const start = Object.assign({
     baseUs: DEFAULT_TIMING.baseUs, gpuStepUs: DEFAULT_TIMING.gpuStepUs,
     prefillUsPerToken: DEFAULT_TIMING.prefillUsPerToken,
     compute8g: GPU_CLASSES['8g'].compute, step8g: GPU_CLASSES['8g'].step, share: GPU_SHARE, maxTokens: DEFAULT_MAX_TOKENS,
-    frontendUs: FRONTEND_US, eosSpread: eos ? (eos.hi - eos.lo) / Math.max(1, eos.hi - 1) : 0,
+    frontendUs: FRONTEND_US, eosSpread: spreadOfRange(parseRange(EOS_TOKENS)),
   }, v.start ? JSON.parse(v.start) : {});
   useBaseline(v.baseline);
   const seeds = v.seeds.split(',').map(Number);

@@ -23,4 +23,18 @@ function emulatorDefaults() {
     seed_baseline: SEED_BASELINE };
 }
 
-module.exports = { DEFAULT_MAX_TOKENS, SEED_BASELINE, emulatorDefaults };
+// The model as the emulator runs it with `args` on its command line
+// (kvbench --emulator-arg, floors.js --world): the timing, sharing and
+// answer lengths they set, so that a row never states a default its run
+// overrode. The nodes and the frontend's time are the caller's to record.
+function withEmulatorArgs(params, args) {
+  if (!args.length) return params;
+  const { parseOptions } = require('../emulator/options');
+  const o = parseOptions(['--engines', '1', ...args]);
+  const timing = Object.assign({}, o.timing);
+  delete timing.timeScale;
+  return Object.assign(params, { timing: Object.assign({}, params.timing, timing), share: o.share,
+    eos_tokens: o.eosTokens ? `${o.eosTokens.lo}-${o.eosTokens.hi}` : null });
+}
+
+module.exports = { DEFAULT_MAX_TOKENS, SEED_BASELINE, emulatorDefaults, withEmulatorArgs };

@@ -15,8 +15,8 @@ function commit(top) {
 // o: kvbench's options; the emulator's fitted defaults (fidelity/model.js)
 // with what this run set on its command line over them
 function emulatorParams(o) {
-  const { emulatorDefaults } = require('../fidelity/model');
-  const p = emulatorDefaults();
+  const { emulatorDefaults, withEmulatorArgs } = require('../fidelity/model');
+  const p = withEmulatorArgs(emulatorDefaults(), o.emulatorArgs || []);
   return Object.assign(p, {
     gpus: o.gpus, placement: o.placement || 0,
     frontend_us: o.frontendUs === null || o.frontendUs === undefined ? p.frontend_us : o.frontendUs,

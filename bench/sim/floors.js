@@ -92,10 +92,12 @@ const median = (xs) => {
 const seeds = v.seeds.split(',').map(Number);
 // what every row was computed with (the simulator's clock is virtual: no lag)
 const COMMIT = require('../loadgen/provenance').commit(require('node:path').join(__dirname, '..', '..'));
+const { emulatorDefaults, withEmulatorArgs } = require('../fidelity/model');
 const EMULATOR = WORLD
-  ? Object.assign(require('../fidelity/model').emulatorDefaults(), { world: JSON.parse(v.world),
-    gpus: null, extra_args: WORLD.emulatorArgs, max_tokens: WORLD.maxTokens })
-  : Object.assign(require('../fidelity/model').emulatorDefaults(), { gpus: v.gpus });
+  ? Object.assign(withEmulatorArgs(emulatorDefaults(), WORLD.emulatorArgs), { world: JSON.parse(v.world),
+    gpus: WORLD.emulatorArgs[WORLD.emulatorArgs.indexOf('--gpus') + 1], frontend_us: WORLD.frontendUs,
+    extra_args: WORLD.emulatorArgs, max_tokens: WORLD.maxTokens })
+  : Object.assign(emulatorDefaults(), { gpus: v.gpus });
 const rows = [];
 for (const w of v.workers.split(',').map(Number)) {
   for (const p of v.prefixes.split(',').map(Number)) {

@@ -199,7 +199,7 @@ test('an engine that stops leaves the GPU to its sibling at full speed', () => {
 });
 
 test('the model ends its answer where its prompt says (--eos-tokens): one length a prompt, uniform over the range, cut at max_tokens', () => {
-  const { outputLength, parseRange, rangeOfSpread } = require('../emulator/eos');
+  const { outputLength, parseRange, rangeOfSpread, spreadOfRange } = require('../emulator/eos');
   const prompts = Array.from({ length: 2000 }, (_, k) => seq(1000 + k * 3001, 40));
   // no range: every answer is max_tokens long
   assert.ok(prompts.every((p) => outputLength(p, 29, null) === 29));
@@ -219,6 +219,10 @@ test('the model ends its answer where its prompt says (--eos-tokens): one length
   // the fit's spread: the top half of 1..57
   assert.deepEqual(rangeOfSpread(57, 0.5), { lo: 29, hi: 57 });
   assert.equal(rangeOfSpread(57, 0), null);
+  // and back: the emulator's range as the fit's spread
+  for (const r of [{ lo: 12, hi: 43 }, { lo: 1, hi: 57 }, { lo: 29, hi: 57 }, { lo: 43, hi: 43 }]) {
+    assert.deepEqual(rangeOfSpread(r.hi, spreadOfRange(r)) || { lo: r.hi, hi: r.hi }, r);
+  }
   assert.throws(() => parseRange('9-3'), /eos-tokens/);
   assert.throws(() => parseRange('0-3'), /eos-tokens/);
 });
