@@ -310,8 +310,14 @@ function main() {
   const seeds = v.seeds.split(',').map(Number);
   const requests = Number(v.requests);
   const fitCells = v.on === '6' ? cells.MAIN.filter((x) => x.w === 6) : cells.MAIN;
+  // each improvement as a row: what it ran at, on which workload seeds
+  // (runs: a figure is their median) and the whole world (prm with the
+  // parameters the search does not move)
+  const COMMIT = require('../loadgen/provenance').commit(require('node:path').join(__dirname, '..', '..'));
   const log = (prm, rows, s, evals) => {
-    const line = { evals, score: Math.round(s * 1000) / 1000, within: countOk(rows, () => true), prm };
+    const line = { evals, score: Math.round(s * 1000) / 1000, within: countOk(rows, () => true), prm,
+      commit: COMMIT, seeds, runs: seeds.length, requests, fitted_on: v.on,
+      emulator_params: simWorld(prm).emulatorArgs };
     process.stderr.write(JSON.stringify(line) + '\n');
     if (v.jsonl) fs.appendFileSync(v.jsonl, JSON.stringify(line) + '\n');
   };
