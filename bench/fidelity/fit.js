@@ -285,6 +285,18 @@ function countOk(rows, pred) {
   return `${sel.filter((r) => r.ok).length}/${sel.length}`;
 }
 
+// the emulator's defaults as the fit's parameters
+function defaultParams() {
+  const { GPU_CLASSES, GPU_SHARE, FRONTEND_US, EOS_TOKENS } = require('../emulator/options');
+  const { DEFAULT_MAX_TOKENS } = require('./model');
+  return {
+    baseUs: DEFAULT_TIMING.baseUs, gpuStepUs: DEFAULT_TIMING.gpuStepUs,
+    prefillUsPerToken: DEFAULT_TIMING.prefillUsPerToken,
+    compute8g: GPU_CLASSES['8g'].compute, step8g: GPU_CLASSES['8g'].step, share: GPU_SHARE, maxTokens: DEFAULT_MAX_TOKENS,
+    frontendUs: FRONTEND_US, eosSpread: spreadOfRange(parseRange(EOS_TOKENS)),
+  };
+}
+
 function main() {
   const { values: v } = parseArgs({ options: {
     on: { type: 'string', default: 'all' },
@@ -298,14 +310,7 @@ function main() {
     baseline: { type: 'string', default: require('./model').SEED_BASELINE },
     'rng-seed': { type: 'string', default: '1' },
   } });
-  const { GPU_CLASSES, GPU_SHARE, FRONTEND_US, EOS_TOKENS } = require('../emulator/options');
-  const { DEFAULT_MAX_TOKENS } = require('./model');
-  const start = Object.assign({
-    baseUs: DEFAULT_TIMING.baseUs, gpuStepUs: DEFAULT_TIMING.gpuStepUs,
-    prefillUsPerToken: DEFAULT_TIMING.prefillUsPerToken,
-    compute8g: GPU_CLASSES['8g'].compute, step8g: GPU_CLASSES['8g'].step, share: GPU_SHARE, maxTokens: DEFAULT_MAX_TOKENS,
-    frontendUs: FRONTEND_US, eosSpread: spreadOfRange(parseRange(EOS_TOKENS)),
-  }, v.start ? JSON.parse(v.start) : {});
+  const start = Object.assign(defaultParams(), v.start ? JSON.parse(v.start) : {});
   useBaseline(v.baseline);
   const seeds = v.seeds.split(',').map(Number);
   const requests = Number(v.requests);
@@ -345,4 +350,4 @@ function gainTable(rows) {
 
 if (require.main === module) main();
 
-module.exports = { evaluate, score, summarize, gainRows, gainTable, table, fit, BOUNDS, FRACTIONS, policyFor, useBaseline, simWorld };
+module.exports = { evaluate, score, summarize, gainRows, gainTable, table, fit, BOUNDS, FRACTIONS, policyFor, useBaseline, simWorld, defaultParams };

@@ -112,3 +112,21 @@ test("a fitted world (fit.js simWorld) is the same world in the simulator and on
   assert.ok(!fixed.emulatorArgs.includes('--eos-tokens'));
   assert.equal(parseOptions(['--engines', '3', ...fixed.emulatorArgs]).eosTokens, null);
 });
+
+test('where.js: round robin gives each engine a third; Dynamo gives the 24 GB node more, and more so when the laptops prefill slowly', () => {
+  const { whereRuns } = require('../fidelity/where');
+  const { defaultParams } = require('../fidelity/fit');
+  const prm = defaultParams();
+  const rr = whereRuns([3, 8, 24], prm, 1, 120, 'round_robin');
+  const shares = rr.engines.map((e) => e.share);
+  assert.ok(Math.abs(shares.reduce((a, b) => a + b, 0) - 1) < 0.01, `shares ${shares}`);
+  for (const s of shares) assert.ok(Math.abs(s - 1 / 3) < 0.02, `round robin shares ${shares}`);
+  const kv = whereRuns([3, 8, 24], prm, 1, 120, 'kv');
+  assert.ok(kv.engines[0].share > 0.4, `Dynamo's share on the 24 GB node ${kv.engines[0].share}`);
+  // a laptop's miss costs more when its prefill is slower; round robin pays it
+  const slow = Object.assign({}, prm, { compute8g: 0.4 });
+  const rrSlow = whereRuns([3, 8, 24], slow, 1, 120, 'round_robin');
+  assert.ok(rrSlow.engines[1].miss_ttft_ms > rr.engines[1].miss_ttft_ms * 1.1,
+    `laptop miss TTFT ${rr.engines[1].miss_ttft_ms} -> ${rrSlow.engines[1].miss_ttft_ms}`);
+  assert.ok(rrSlow.requests_per_s < rr.requests_per_s, `round robin ${rr.requests_per_s} -> ${rrSlow.requests_per_s}`);
+});
