@@ -285,6 +285,14 @@ function countOk(rows, pred) {
   return `${sel.filter((r) => r.ok).length}/${sel.length}`;
 }
 
+// what a row says of the run it came from: the commit, the workload seeds
+// (runs: a figure is their median) and the whole world, as the emulator's
+// command line
+function provenance(prm, seeds) {
+  const commit = require('../loadgen/provenance').commit(require('node:path').join(__dirname, '..', '..'));
+  return { commit, seeds, runs: seeds.length, emulator_params: simWorld(prm).emulatorArgs };
+}
+
 // the emulator's defaults as the fit's parameters
 function defaultParams() {
   const { GPU_CLASSES, GPU_SHARE, FRONTEND_US, EOS_TOKENS } = require('../emulator/options');
@@ -315,14 +323,12 @@ function main() {
   const seeds = v.seeds.split(',').map(Number);
   const requests = Number(v.requests);
   const fitCells = v.on === '6' ? cells.MAIN.filter((x) => x.w === 6) : cells.MAIN;
-  // each improvement as a row: what it ran at, on which workload seeds
-  // (runs: a figure is their median) and the whole world (prm with the
-  // parameters the search does not move)
-  const COMMIT = require('../loadgen/provenance').commit(require('node:path').join(__dirname, '..', '..'));
+  // each improvement as a row: what it ran at and the whole world (prm
+  // with the parameters the search does not move)
   const log = (prm, rows, s, evals) => {
+    const p = provenance(prm, seeds);
     const line = { evals, score: Math.round(s * 1000) / 1000, within: countOk(rows, () => true), prm,
-      commit: COMMIT, seeds, runs: seeds.length, requests, fitted_on: v.on,
-      emulator_params: simWorld(prm).emulatorArgs };
+      commit: p.commit, seeds, runs: p.runs, requests, fitted_on: v.on, emulator_params: p.emulator_params };
     process.stderr.write(JSON.stringify(line) + '\n');
     if (v.jsonl) fs.appendFileSync(v.jsonl, JSON.stringify(line) + '\n');
   };
@@ -335,6 +341,8 @@ function main() {
     params: result.best,
     evals: result.evals,
     ...summarize(all),
+    ...provenance(result.best, seeds),
+    requests,
   };
   process.stdout.write(JSON.stringify(out) + '\n');
   process.stdout.write(table(all) + '\n\n');
@@ -350,4 +358,4 @@ function gainTable(rows) {
 
 if (require.main === module) main();
 
-module.exports = { evaluate, score, summarize, gainRows, gainTable, table, fit, BOUNDS, FRACTIONS, policyFor, useBaseline, simWorld, defaultParams };
+module.exports = { evaluate, score, summarize, gainRows, gainTable, table, fit, BOUNDS, FRACTIONS, policyFor, useBaseline, simWorld, defaultParams, provenance };

@@ -16,10 +16,13 @@
 require('../sim/clock');
 const { parseArgs } = require('node:util');
 const { simulate } = require('../sim/sim');
-const { simWorld, policyFor, defaultParams, useBaseline } = require('./fit');
+const { simWorld, policyFor, defaultParams, useBaseline, provenance } = require('./fit');
 const { SEED_BASELINE } = require('./model');
 
-// a request missed when the cache gave it less than its shared prefix
+// a request counts as a miss when the cache gave it fewer than 1,000 of
+// its tokens, under half its 2,032-token shared prefix: a full hit gives
+// the whole prefix, a partial one (some of its blocks evicted) counts as
+// a hit while it keeps most of it
 const MISS_BELOW_TOKENS = 1000;
 
 function whereRuns(point, prm, seed, requests, variant) {
@@ -63,7 +66,8 @@ function main() {
   const point = v.point.split('/').map(Number);
   for (const variant of ['baseline', 'round_robin', 'kv']) {
     console.log(JSON.stringify(Object.assign(
-      whereRuns(point, prm, Number(v.seed), Number(v.requests), variant), { params: prm })));
+      whereRuns(point, prm, Number(v.seed), Number(v.requests), variant),
+      { params: prm }, provenance(prm, [Number(v.seed)]))));
   }
 }
 
