@@ -79,16 +79,20 @@ function median(xs) {
 // A parameter set as the simulator's options for the seed's nodes
 // (24g,8g,8g), beside the emulator's command line that makes the same world
 // (floors.js --world judges the floors in it)
+// (a world fitted while decode_us_per_seq was still searched, before
+// 2026-12-05, carries its own; the others get the emulator's default)
 function simWorld(prm) {
   const laptop = { compute: prm.compute8g, step: prm.step8g };
   const eos = rangeOfSpread(prm.maxTokens, prm.eosSpread || 0);
+  const decodeUsPerSeq = prm.decodeUsPerSeq === undefined ? DEFAULT_TIMING.decodeUsPerSeq : prm.decodeUsPerSeq;
   return {
     maxTokens: prm.maxTokens, eosTokens: eos,
     timing: { baseUs: prm.baseUs, gpuStepUs: prm.gpuStepUs, prefillUsPerToken: prm.prefillUsPerToken,
-      decodeUsPerSeq: DEFAULT_TIMING.decodeUsPerSeq },
+      decodeUsPerSeq },
     gpus: [1, laptop, laptop], share: prm.share, frontendUs: prm.frontendUs,
     emulatorArgs: ['--base-us', String(prm.baseUs), '--gpu-step-us', String(prm.gpuStepUs),
-      '--prefill-us-per-token', String(prm.prefillUsPerToken), '--gpus', `1,${prm.compute8g}/${prm.step8g},${prm.compute8g}/${prm.step8g}`,
+      '--prefill-us-per-token', String(prm.prefillUsPerToken), '--decode-us-per-seq', String(decodeUsPerSeq),
+      '--gpus', `1,${prm.compute8g}/${prm.step8g},${prm.compute8g}/${prm.step8g}`,
       '--share', String(prm.share), '--frontend-us', String(prm.frontendUs)]
       .concat(eos ? ['--eos-tokens', `${eos.lo}-${eos.hi}`] : []),
   };

@@ -111,6 +111,11 @@ test("a fitted world (fit.js simWorld) is the same world in the simulator and on
   assert.equal(fixed.eosTokens, null);
   assert.ok(!fixed.emulatorArgs.includes('--eos-tokens'));
   assert.equal(parseOptions(['--engines', '3', ...fixed.emulatorArgs]).eosTokens, null);
+  // a world fitted while decode_us_per_seq was searched keeps its own
+  const older = simWorld(Object.assign({}, prm, { decodeUsPerSeq: 4544 }));
+  assert.equal(older.timing.decodeUsPerSeq, 4544);
+  assert.equal(parseOptions(['--engines', '3', ...older.emulatorArgs]).timing.decodeUsPerSeq, 4544);
+  assert.notEqual(w.timing.decodeUsPerSeq, 4544);
 });
 
 test('where.js: round robin gives each engine a third; Dynamo gives the 24 GB node more, and more so when the laptops prefill slowly', () => {
