@@ -132,29 +132,7 @@ for (const r of rows) {
 process.stdout.write(out.join('\n') + '\n\n');
 
 // the floors, for each kvroute variant
+const { judge, summaryLine } = require('./judge');
 for (const name of Object.keys(POLICIES).filter((k) => k.startsWith('kvroute') && at(rows[0].w, rows[0].p, rows[0].c, k))) {
-  const mine = rows.filter((r) => r.policy === name);
-  let rps = 0; let p99 = 0; let p99n = 0; let p50 = 0;
-  const misses = [];
-  for (const r of mine) {
-    const d = at(r.w, r.p, r.c, 'dynamo');
-    if (r.requests_per_s >= 0.98 * d.requests_per_s) rps++;
-    else misses.push(`rps ${r.w}w/${r.p}/c${r.c} ${(r.requests_per_s / d.requests_per_s).toFixed(3)}`);
-    if (r.p >= 7) {
-      p99n++;
-      if (r.ttft_p99_ms <= d.ttft_p99_ms) p99++;
-      else misses.push(`p99 ${r.w}w/${r.p}/c${r.c} ${f1(r.ttft_p99_ms)} vs ${f1(d.ttft_p99_ms)}`);
-    }
-    if (r.ttft_p50_ms <= 1.1 * d.ttft_p50_ms) p50++;
-    else misses.push(`p50 ${r.w}w/${r.p}/c${r.c} ${f1(r.ttft_p50_ms)} vs ${f1(d.ttft_p50_ms)}`);
-  }
-  const headline = [[6, 24, 16], [3, 24, 8]].filter(([w, p, c]) => at(w, p, c, name)).map(([w, p, c]) =>
-    `${w}w/${p}/c${c} ${(at(w, p, c, name).requests_per_s / at(w, p, c, 'dynamo').requests_per_s).toFixed(3)}x`);
-  const ctr = [[6, 24, 4], [6, 24, 8], [6, 24, 16], [3, 24, 8]].filter(([w, p, c]) => at(w, p, c, name) &&
-    at(w, p, c, 'partition')).map(([w, p, c]) =>
-    `${w}w/${p}/c${c} ${(at(w, p, c, name).cached_token_ratio / at(w, p, c, 'partition').cached_token_ratio).toFixed(3)}`);
-  process.stdout.write(`${name}: req/s >= 0.98x Dynamo at ${rps}/${mine.length}; ` +
-    `>= 1.10x at the headline points: ${headline.join(', ')}; ` +
-    `p99 <= Dynamo at ${p99}/${p99n} points with 7+ types; p50 <= 1.1x at ${p50}/${mine.length}; ` +
-    `cached-token ratio / partition's: ${ctr.join(', ')}\n  misses: ${misses.join('; ')}\n`);
+  process.stdout.write(summaryLine(judge(rows, name)));
 }

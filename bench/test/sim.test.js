@@ -246,3 +246,55 @@ test('answers of unequal length (--eos-tokens) lengthen round robin\'s wait at 3
   assert.ok(Math.abs(spread.requests_per_s / fixed.requests_per_s - 1) < 0.2,
     `req/s ${spread.requests_per_s} against ${fixed.requests_per_s}`);
 });
+
+test("judge.js: the floors of one policy against Dynamo's and the partition's rows at the same points", () => {
+  const { judge } = require('../sim/judge');
+  const row = (policy, w, p, c, rps, p50, p99, ctr) => ({ policy, w, p, c, requests_per_s: rps,
+    ttft_p50_ms: p50, ttft_p99_ms: p99, cached_token_ratio: ctr });
+  const rows = [
+    row('dynamo', 3, 24, 8, 10, 50, 100, 0.2), row('partition', 3, 24, 8, 8, 60, 400, 0.4),
+    row('llmd', 3, 24, 8, 8, 50, 90, 0.3), row('kvroute', 3, 24, 8, 11.5, 54, 101, 0.3),
+    row('dynamo', 6, 2, 4, 10, 40, 80, 0.8), row('kvroute', 6, 2, 4, 9.7, 43, 200, 0.8),
+  ];
+  const j = judge(rows, 'kvroute', ['llmd', 'sglang']);
+  assert.equal(j.points, 2);
+  assert.equal(j.rps_met, 1, '0.97x is under 0.98x');
+  assert.deepEqual(j.rps_ratio.map((x) => Math.round(x * 1000) / 1000), [0.97, 1.15]);
+  assert.equal(j.p99_points, 1, 'p99 is judged at 7+ types only');
+  assert.equal(j.p99_met, 0, '101 ms against 100');
+  assert.equal(j.p50_met, 2, '54 and 43 within 1.1x of 50 and 40');
+  assert.ok(Math.abs(j.headline['3w/24/c8'] - 1.15) < 1e-9);
+  assert.ok(Math.abs(j.cached_vs_partition['3w/24/c8'] - 0.75) < 1e-9);
+  assert.deepEqual(Object.keys(j.vs), ['llmd'], 'no rows of SGLang: no comparison');
+  assert.equal(j.vs.llmd.ahead, 1);
+  assert.match(j.misses.join(';'), /rps 6w\/2\/c4 0\.970/);
+});
+
+test('worlds.js: floors.js in each world, judged beside its fit to the seed, and a world with its own decode cost', () => {
+  const fs = require('node:fs');
+  const os = require('node:os');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'worlds-'));
+  fs.writeFileSync(path.join(dir, 'w.jsonl'), [
+    JSON.stringify({ name: 'defaults', source: 'test', params: {} }),
+    JSON.stringify({ name: 'dear_decode', source: 'test', params: { decodeUsPerSeq: 4000 } })].join('\n'));
+  execFileSync(process.execPath, [path.join(__dirname, '..', 'sim', 'worlds.js'), '--worlds', path.join(dir, 'w.jsonl'),
+    '--out', dir, '--seeds', '1', '--fit-seeds', '1', '--workers', '3', '--prefixes', '24', '--concurrency', '8',
+    '--policies', 'dynamo,partition,kvroute ttft+speed'], { stdio: 'pipe' });
+  const sums = fs.readFileSync(path.join(dir, 'worlds.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(sums.map((s) => s.world), ['defaults', 'dear_decode']);
+  const rowsOf = (n) => fs.readFileSync(path.join(dir, `${n}.jsonl`), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  assert.equal(rowsOf('defaults').length, 3, 'one row a policy at the one point');
+  // the world's decode cost reached the simulator: every step is dearer
+  const dyn = (n) => rowsOf(n).find((r) => r.policy === 'dynamo').requests_per_s;
+  assert.ok(dyn('dear_decode') < 0.9 * dyn('defaults'), `${dyn('dear_decode')} ${dyn('defaults')}`);
+  assert.ok(sums[1].decode_share > 100 * sums[0].decode_share);
+  assert.equal(rowsOf('dear_decode')[0].emulator_params.timing.decodeUsPerSeq, 4000);
+  for (const s of sums) {
+    assert.match(s.fit.within_all, /^\d+\/132$/);
+    assert.equal(s.floors.points, 1);
+    assert.ok(s.floors.headline['3w/24/c8'] > 0);
+  }
+  // the defaults' world fits the seed better than the one with dear decodes
+  assert.ok(Number(sums[0].fit.within_all.split('/')[0]) > Number(sums[1].fit.within_all.split('/')[0]));
+  assert.match(fs.readFileSync(path.join(dir, 'worlds.md'), 'utf8'), /\| dear_decode \| 1\.00 \/ 0\.30 \|/);
+});
