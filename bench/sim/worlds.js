@@ -15,8 +15,8 @@
 // carries its own). For each world floors.js writes DIR/NAME.jsonl (kept
 // when it is already there and whole: delete it to run the world again);
 // then the world's own fit is judged on the seed's 132 cells (fit.js, 240
-// requests a point) and DIR/worlds.md and DIR/worlds.jsonl get one row a
-// world.
+// requests a point) and DIR/summary.md and DIR/summary.jsonl get one row
+// a world.
 
 require('./clock');
 const fs = require('node:fs');
@@ -122,9 +122,9 @@ async function main() {
     workers: v.workers, prefixes: v.prefixes, concurrency: v.concurrency, points });
   const fitSeeds = v['fit-seeds'].split(',').map(Number);
   const sums = worlds.map((w) => summarise(w, readRows(path.join(v.out, `${w.name}.jsonl`)), fitSeeds));
-  fs.writeFileSync(path.join(v.out, 'worlds.jsonl'), sums.map((s) => JSON.stringify(s)).join('\n') + '\n');
+  fs.writeFileSync(path.join(v.out, 'summary.jsonl'), sums.map((s) => JSON.stringify(s)).join('\n') + '\n');
   const md = table(sums);
-  fs.writeFileSync(path.join(v.out, 'worlds.md'), md + '\n');
+  fs.writeFileSync(path.join(v.out, 'summary.md'), md + '\n');
   process.stdout.write(md + '\n');
   for (const s of sums) process.stdout.write(`${s.world}: ${s.floors.misses.join('; ') || 'no misses'}\n`);
 }

@@ -274,13 +274,14 @@ test('worlds.js: floors.js in each world, judged beside its fit to the seed, and
   const fs = require('node:fs');
   const os = require('node:os');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'worlds-'));
-  fs.writeFileSync(path.join(dir, 'w.jsonl'), [
+  // the list of worlds in the output directory, as bench/results keeps it
+  fs.writeFileSync(path.join(dir, 'worlds.jsonl'), [
     JSON.stringify({ name: 'defaults', source: 'test', params: {} }),
     JSON.stringify({ name: 'dear_decode', source: 'test', params: { decodeUsPerSeq: 4000 } })].join('\n'));
-  execFileSync(process.execPath, [path.join(__dirname, '..', 'sim', 'worlds.js'), '--worlds', path.join(dir, 'w.jsonl'),
+  execFileSync(process.execPath, [path.join(__dirname, '..', 'sim', 'worlds.js'), '--worlds', path.join(dir, 'worlds.jsonl'),
     '--out', dir, '--seeds', '1', '--fit-seeds', '1', '--workers', '3', '--prefixes', '24', '--concurrency', '8',
     '--policies', 'dynamo,partition,kvroute ttft+speed'], { stdio: 'pipe' });
-  const sums = fs.readFileSync(path.join(dir, 'worlds.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const sums = fs.readFileSync(path.join(dir, 'summary.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
   assert.deepEqual(sums.map((s) => s.world), ['defaults', 'dear_decode']);
   const rowsOf = (n) => fs.readFileSync(path.join(dir, `${n}.jsonl`), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
   assert.equal(rowsOf('defaults').length, 3, 'one row a policy at the one point');
@@ -296,5 +297,6 @@ test('worlds.js: floors.js in each world, judged beside its fit to the seed, and
   }
   // the defaults' world fits the seed better than the one with dear decodes
   assert.ok(Number(sums[0].fit.within_all.split('/')[0]) > Number(sums[1].fit.within_all.split('/')[0]));
-  assert.match(fs.readFileSync(path.join(dir, 'worlds.md'), 'utf8'), /\| dear_decode \| 1\.00 \/ 0\.30 \|/);
+  assert.match(fs.readFileSync(path.join(dir, 'summary.md'), 'utf8'), /\| dear_decode \| 1\.00 \/ 0\.30 \|/);
+  assert.equal(require('../sim/worlds').readWorlds(path.join(dir, 'worlds.jsonl')).length, 2, 'the list is left alone');
 });
