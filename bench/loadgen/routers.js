@@ -94,6 +94,10 @@ function routerTable(top, build, opts = {}) {
     // (ttft_decode; BENCHMARKS §2.40): what metrics=on gives since
     // 2026-12-05
     'kvroute-kv-own50-dec300': kv(`${events} metrics=on metrics_speed=on ttft_decode=300 ttft_own=50`, ['--kv-events', 'zmq']),
+    // the same with a request in flight weighed as 1200 prompt tokens:
+    // for engines whose every decoding request slows a step by a fifth or
+    // more (BENCHMARKS §2.45)
+    'kvroute-kv-own50-dec1200': kv(`${events} metrics=on metrics_speed=on ttft_decode=1200 ttft_own=50`, ['--kv-events', 'zmq']),
     'kvroute-kv-speedonly': kv(`${events} metrics=on metrics_speed=on metrics_load=off ttft_decode=1200`, ['--kv-events', 'zmq']),
     'kvroute-kv-speedonly600': kv(`${events} metrics=on metrics_speed=on metrics_load=off ttft_decode=600`, ['--kv-events', 'zmq']),
     // kv mode with a miss on a full cache weighed as 4 prompts instead of
