@@ -16,16 +16,32 @@ function commit(top) {
 // with what this run set on its command line over them
 function emulatorParams(o) {
   const { emulatorDefaults, withEmulatorArgs } = require('../fidelity/model');
-  const p = withEmulatorArgs(emulatorDefaults(), o.emulatorArgs || []);
+  const extra = o.emulatorArgs || [];
+  const p = withEmulatorArgs(emulatorDefaults(), extra);
+  // --emulator-arg comes after kvbench's own flags on the emulator's
+  // command line, so its nodes and frontend time are the ones that ran
+  const gpus = lastArg(extra, '--gpus');
+  const frontend = lastArg(extra, '--frontend-us');
   return Object.assign(p, {
-    gpus: o.gpus, placement: o.placement || 0,
-    frontend_us: o.frontendUs === null || o.frontendUs === undefined ? p.frontend_us : o.frontendUs,
+    gpus: gpus !== undefined ? gpus : o.gpus, placement: o.placement || 0,
+    frontend_us: frontend !== undefined ? Number(frontend)
+      : o.frontendUs === null || o.frontendUs === undefined ? p.frontend_us : o.frontendUs,
     max_tokens: o.maxTokens, time_scale: o.timeScale, capacity_blocks: o.capacityBlocks,
     block_size: o.blockSize, requests: o.requests, seed: o.seed,
     engine_scale: o.engineScale && o.engineScale.length ? o.engineScale : undefined,
     dp_ranks: o.dpRanks > 1 ? o.dpRanks : undefined,
     extra_args: o.emulatorArgs && o.emulatorArgs.length ? o.emulatorArgs : undefined,
   });
+}
+
+// the value of the last --name V or --name=V in args (undefined: none)
+function lastArg(args, name) {
+  let value;
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === name && i + 1 < args.length) value = args[++i];
+    else if (args[i].startsWith(`${name}=`)) value = args[i].slice(name.length + 1);
+  }
+  return value;
 }
 
 function provenance(top, routerEntry, o, runs) {

@@ -316,3 +316,17 @@ test('kvbench --frontends 2: two nginx instances on the same engines, none stale
     assert.ok(j.believed_hits >= 8, `believed ${j.believed_hits}`);
     assert.equal(j.believed_hit_share, 1);
   });
+
+test("a row records the nodes and frontend time its --emulator-arg set, not kvbench's own that they override", () => {
+  const { emulatorParams } = require('../loadgen/provenance');
+  const base = { gpus: '24g,8g,8g', frontendUs: null, maxTokens: 21, timeScale: 1, capacityBlocks: 585,
+    blockSize: 16, requests: 720, seed: 1 };
+  const plain = emulatorParams(base);
+  assert.equal(plain.gpus, '24g,8g,8g');
+  const world = emulatorParams(Object.assign({}, base, { emulatorArgs: ['--gpus', '1,0.6/0.5,0.6/0.5',
+    '--frontend-us=3450', '--decode-us-per-seq', '2382'] }));
+  assert.equal(world.gpus, '1,0.6/0.5,0.6/0.5');
+  assert.equal(world.frontend_us, 3450);
+  assert.equal(world.timing.decodeUsPerSeq, 2382);
+  assert.notEqual(plain.frontend_us, 3450);
+});
