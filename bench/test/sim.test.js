@@ -300,3 +300,20 @@ test('worlds.js: floors.js in each world, judged beside its fit to the seed, and
   assert.match(fs.readFileSync(path.join(dir, 'summary.md'), 'utf8'), /\| dear_decode \| 1\.00 \/ 0\.30 \|/);
   assert.equal(require('../sim/worlds').readWorlds(path.join(dir, 'worlds.jsonl')).length, 2, 'the list is left alone');
 });
+
+test("itl_slope.js: the engines' inter-token latency against their running requests shows a dear decode, not a free one", () => {
+  const { line, slopes } = require('../sim/itl_slope');
+  const { defaultParams } = require('../fidelity/fit');
+  const exact = line([1, 2, 3, 4].map((r) => ({ running: r, itlMs: 10 + 2 * r })));
+  assert.ok(Math.abs(exact.a_ms - 10) < 1e-9 && Math.abs(exact.b_ms - 2) < 1e-9);
+  assert.equal(line([{ running: 2, itlMs: 5 }, { running: 2, itlMs: 6 }, { running: 2, itlMs: 7 }]), null,
+    'no spread in the running count: no line');
+  const share = (prm) => {
+    const es = slopes(prm, [3, 8, 24], 1, 360).filter((e) => e);
+    assert.equal(es.length, 3);
+    return es.reduce((a, e) => a + e.share, 0) / es.length;
+  };
+  const free = share(defaultParams());
+  const dear = share(Object.assign(defaultParams(), { decodeUsPerSeq: 4000 }));
+  assert.ok(dear > free + 0.05, `${dear} against ${free}`);
+});
