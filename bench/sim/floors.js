@@ -17,7 +17,8 @@
 //   node bench/sim/floors.js [--seeds 1,2,3] [--requests 720] [--jsonl FILE]
 //       [--gpus 24g,8g,8g]   (the nodes; e.g. 8g,8g,8g for equal ones)
 //       [--workers 6,3] [--prefixes 2,7,12,24] [--concurrency 4,8,16]
-//       [--policies 'kvroute ttft+speed']   (Dynamo always runs, as the yardstick)
+//       [--policies 'kvroute ttft+speed']   (Dynamo always runs, as the yardstick;
+//                            'kvroute ttft+speed auto-decode' only when named)
 //       [--own 50,50:900]   (also 'kvroute ttft+speed own=N[:D]': ttft_own=N, ttft_decode=D,
 //                            300 when not given)
 //       [--world JSON]   (another fitted world, fit.js's parameters, e.g. a
@@ -74,6 +75,14 @@ for (const [name, m] of [['kvroute ttft+speed', C.metricsPolicy()],
   ['kvroute ttft+speed own=0', C.metricsPolicy(0, 600)]]) {
   POLICIES[name] = m.make;
   KVROUTE[name] = m.kvroute;
+}
+
+// run only when --policies names it: ttft_decode learned from the
+// finished requests (sim/auto_decode.js; an experiment, §2.45)
+const AUTO = 'kvroute ttft+speed auto-decode';
+if (v.policies && v.policies.split(',').includes(AUTO)) {
+  POLICIES[AUTO] = () => require('./auto_decode').autoDecode();
+  KVROUTE[AUTO] = 'kvroute mode=kv metrics=on capacity=585, ttft_decode learned (not a module setting)';
 }
 
 const EXTRA = new Set();

@@ -53,7 +53,9 @@ function workload(prefixes, count, seed, root) {
 //    workload's requests: a prefix of the same run, bench/sim/rollout.js),
 //    workload (the requests to send instead of the seed's: workloadOf's
 //    form);
-//    policy(view, q) -> engine index, where q.client
+//    policy(view, q) -> engine index (and, when the policy has it,
+//    policy.finished(rec, q) as each request ends: what it was sent with,
+//    sent and end times), where q.client
 //    is the closed-loop client (0..C-1) that sends it; rate (requests a
 //    second: open loop, Poisson arrivals drawn as kvbench --rate draws
 //    them for run 0, q.client then the arrival's index mod concurrency)
@@ -140,6 +142,7 @@ function simulate(o, policy) {
         e.inflightUncached -= uncached;
         removeActive(e.dyn, dq);
         rec.end = clock.now();
+        if (policy.finished) policy.finished(rec, q);
         if (!o.rate) issue(client);
       },
     });
