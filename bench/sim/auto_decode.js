@@ -92,4 +92,33 @@ function autoDecode() {
   return f;
 }
 
+// node bench/sim/auto_decode.js --worlds FILE [--points 3/4/7,...] [--seed 1]:
+// the weights it learns in each world at each point (W/C/P), the last
+// three fits of a run of 720 requests
+function main() {
+  require('./clock');
+  const { parseArgs } = require('node:util');
+  const { simulate } = require('./sim');
+  const fit = require('../fidelity/fit');
+  const { readWorlds } = require('./worlds');
+  const { values: v } = parseArgs({ options: {
+    worlds: { type: 'string' },
+    points: { type: 'string', default: '3/4/7,3/8/24,6/16/24,6/4/24' },
+    seed: { type: 'string', default: '1' },
+  } });
+  for (const w of readWorlds(v.worlds)) {
+    const out = { world: w.name, seed: Number(v.seed), weights: {} };
+    for (const pt of v.points.split(',')) {
+      const [workers, concurrency, prefixes] = pt.split('/').map(Number);
+      const pol = autoDecode();
+      simulate(Object.assign({ workers, concurrency, prefixes, requests: 720, seed: Number(v.seed) },
+        fit.simWorld(w.params)), pol);
+      out.weights[pt] = pol.weights.slice(-3);
+    }
+    process.stdout.write(JSON.stringify(Object.assign(out, { commit: fit.provenance(w.params, [out.seed]).commit })) + '\n');
+  }
+}
+
+if (require.main === module) main();
+
 module.exports = { autoDecode, learnedWeight, fit3 };
