@@ -115,7 +115,10 @@ function main() {
         fit.simWorld(w.params)), pol);
       out.weights[pt] = pol.weights.slice(-3);
     }
-    process.stdout.write(JSON.stringify(Object.assign(out, { commit: fit.provenance(w.params, [out.seed]).commit })) + '\n');
+    // what it ran at: commit, seeds and runs, and the world's command line
+    process.stdout.write(JSON.stringify(Object.assign(out, { requests: 720,
+      kvroute: 'kvroute mode=kv metrics=on capacity=585, ttft_decode learned (not a module setting)' },
+    fit.provenance(w.params, [out.seed]))) + '\n');
   }
 }
 

@@ -82,7 +82,7 @@ function main() {
   for (const w of readWorlds(v.worlds)) {
     const engines = slopes(w.params, point, Number(v.seed), Number(v.requests));
     const round = (x) => Math.round(x * 1000) / 1000;
-    process.stdout.write(JSON.stringify({ world: w.name, point: v.point, seed: Number(v.seed),
+    process.stdout.write(JSON.stringify({ world: w.name, point: v.point, seed: Number(v.seed), router: 'dynamo',
       decode_share: round(decodeShare(w.params)),
       engines: engines.map((e) => e && { samples: e.samples, a_ms: round(e.a_ms), b_ms: round(e.b_ms), share: round(e.share) }),
       ...fit.provenance(w.params, [Number(v.seed)]) }) + '\n');

@@ -59,11 +59,11 @@ function judge(rows, name, peers = []) {
 
 // floors.js's summary line of one policy
 function summaryLine(j) {
-  const fx = (o, d) => Object.entries(o).map(([k, x]) => `${k} ${x.toFixed(d)}${d === 3 && o === j.headline ? 'x' : ''}`);
+  const fx = (o, unit) => Object.entries(o).map(([k, x]) => `${k} ${x.toFixed(3)}${unit}`).join(', ');
   return `${j.policy}: req/s >= 0.98x Dynamo at ${j.rps_met}/${j.points}; ` +
-    `>= 1.10x at the headline points: ${fx(j.headline, 3).join(', ')}; ` +
+    `>= 1.10x at the headline points: ${fx(j.headline, 'x')}; ` +
     `p99 <= Dynamo at ${j.p99_met}/${j.p99_points} points with 7+ types; p50 <= 1.1x at ${j.p50_met}/${j.points}; ` +
-    `cached-token ratio / partition's: ${fx(j.cached_vs_partition, 3).join(', ')}\n  misses: ${j.misses.join('; ')}\n`;
+    `cached-token ratio / partition's: ${fx(j.cached_vs_partition, '')}\n  misses: ${j.misses.join('; ')}\n`;
 }
 
 module.exports = { judge, summaryLine, geomean, HEADLINE, CACHED };

@@ -67,9 +67,7 @@ async function runFloors(worlds, o) {
 // a decoding request's time a step against the step's fixed work: how
 // much one more request in flight slows every step of an engine
 function decodeShare(prm) {
-  const { DEFAULT_TIMING } = require('../emulator/scheduler');
-  const d = prm.decodeUsPerSeq === undefined ? DEFAULT_TIMING.decodeUsPerSeq : prm.decodeUsPerSeq;
-  return d / (prm.baseUs + prm.gpuStepUs);
+  return fit.simWorld(prm).timing.decodeUsPerSeq / (prm.baseUs + prm.gpuStepUs);
 }
 
 function summarise(w, rows, fitSeeds) {
