@@ -128,7 +128,7 @@ ngx_module_t  ngx_http_kvroute_module = {
  *         [policy=ttft|cost|kvroute|dynamo]
  *         [overlap_weight=1.0] [balance_abs=N] [balance_rel=R] [spread=N]
  *         [corun=tokens] [evict=W]
- *         [ttft_decode=tokens] [ttft_evict=W] [ttft_wait=tokens]
+ *         [ttft_decode=tokens|auto] [ttft_evict=W] [ttft_wait=tokens]
  *         [ttft_output=tokens] [ttft_own=tokens] [place_slack=tokens]
  *         [host_weight=0.75] [disk_weight=0.25]
  *         [max_body=size] [text_chunk=bytes]
@@ -208,6 +208,16 @@ ngx_http_kvroute_check_params(ngx_conf_t *cf,
      * the speeds and the request's own output weighed, 300 rather than
      * 600 shortens the tail at the same throughput (§2.40)
      */
+
+    /*
+     * auto: learned from the requests as they end (kvr_inflight_cost.c);
+     * the default holds until the first fit
+     */
+
+    if (kcf->policy.ttft_decode == NGX_HTTP_KVROUTE_DECODE_AUTO) {
+        kcf->decode_auto = 1;
+        kcf->policy.ttft_decode = -1;
+    }
 
     if (kcf->policy.ttft_decode < 0) {
         kcf->policy.ttft_decode = (kcf->metrics && kcf->metrics_speed)

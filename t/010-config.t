@@ -670,3 +670,43 @@ GET /t
 ok
 --- no_error_log
 [emerg]
+
+
+
+=== TEST 47: ttft_decode=auto: learned from the requests
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm { kvroute metrics=on ttft_decode=auto; server 127.0.0.1:8000; }
+--- config
+location = /t { return 200 "ok\n"; }
+--- request
+GET /t
+--- response_body
+ok
+--- no_error_log
+[emerg]
+
+
+
+=== TEST 48: ttft_decode takes a number or auto, no other word
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm { kvroute ttft_decode=Auto; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log
+invalid "ttft_decode" value "Auto": expected a number of prompt tokens or "auto"
+
+
+
+=== TEST 49: ttft_decode: a number beyond its bounds is told as one
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config
+upstream llm { kvroute ttft_decode=2000000000; server 127.0.0.1:8000; }
+--- config
+--- must_die
+--- error_log
+invalid "ttft_decode" value "2000000000": expected a number from 0.0 to 1000000000.0

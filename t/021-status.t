@@ -45,7 +45,10 @@ our $Types = join '', map { "# TYPE $_\n" } (
     'kvroute_decision_microseconds_total counter',
     'kvroute_index_entries gauge',
     'kvroute_index_capacity gauge',
-    'kvroute_index_full_evictions_total counter');
+    'kvroute_index_full_evictions_total counter',
+    'kvroute_ttft_decode_tokens gauge',
+    'kvroute_ttft_decode_requests_total counter',
+    'kvroute_ttft_decode_fits_total counter');
 
 # upstream NAME PARAMETERS PRIMARIES BACKUPS: servers from $first on
 sub upstream {
@@ -57,9 +60,13 @@ sub upstream {
     return $conf . "}\n";
 }
 
-# the exact lines of one upstream: each server's, in order, then the zone's
+# the exact lines of one upstream: each server's, in order, then the
+# zone's; $decode: policy=ttft's weight of a request in flight, configured
+# (the default, 1200), "auto" (not learned yet: the default, and what the
+# learner has seen) or "none" (another policy)
 sub upstream_lines {
-    my ($name, $primaries, $backups, $kv) = @_;
+    my ($name, $primaries, $backups, $kv, $decode) = @_;
+    $decode //= 'configured';
     my @metrics = (@PeerMetrics, $kv ? @EventsMetrics : ());
     my $zone = "kvroute_$name";
     my $re = '';
@@ -78,6 +85,10 @@ sub upstream_lines {
     $re .= "kvroute_$_\\{zone=\"\Q$zone\E\"\\} \\d+\\n"
         for qw(decision_microseconds_total index_entries index_capacity
                index_full_evictions_total);
+    $re .= "kvroute_ttft_decode_tokens\\{upstream=\"\Q$name\E\","
+         . "source=\"configured\"\\} 1200\\n" if $decode ne 'none';
+    $re .= "kvroute_ttft_decode_$_\\{zone=\"\Q$zone\E\"\\} 0\\n"
+        for $decode eq 'auto' ? qw(requests_total fits_total) : ();
     return $re;
 }
 
@@ -142,6 +153,26 @@ GET /kvroute_status
 --- response_body_like eval
 ::page(::upstream_lines($::Long, 24, 4, 1),
        ::upstream_lines("short", 40, 8, 0))
+--- no_error_log
+[error]
+[crit]
+[alert]
+
+
+
+=== TEST 4: ttft_decode=auto before a request ended, and another policy
+--- main_config
+load_module $TEST_NGINX_KVROUTE_SO;
+--- http_config eval
+::upstream($::Long, "ttft_decode=auto", 40, 8)
+. ::upstream("short", "policy=dynamo", 4, 0)
+--- config
+location = /kvroute_status { kvroute_status; }
+--- request
+GET /kvroute_status
+--- response_body_like eval
+::page(::upstream_lines($::Long, 40, 8, 0, 'auto'),
+       ::upstream_lines("short", 4, 0, 0, 'none'))
 --- no_error_log
 [error]
 [crit]

@@ -98,6 +98,9 @@ function routerTable(top, build, opts = {}) {
     // for engines whose every decoding request slows a step by a fifth or
     // more (BENCHMARKS §2.45)
     'kvroute-kv-own50-dec1200': kv(`${events} metrics=on metrics_speed=on ttft_decode=1200 ttft_own=50`, ['--kv-events', 'zmq']),
+    // the same with the weight learned from the requests as they end
+    // (ttft_decode=auto; BENCHMARKS §2.46)
+    'kvroute-kv-own50-decauto': kv(`${events} metrics=on metrics_speed=on ttft_decode=auto ttft_own=50`, ['--kv-events', 'zmq']),
     'kvroute-kv-speedonly': kv(`${events} metrics=on metrics_speed=on metrics_load=off ttft_decode=1200`, ['--kv-events', 'zmq']),
     'kvroute-kv-speedonly600': kv(`${events} metrics=on metrics_speed=on metrics_load=off ttft_decode=600`, ['--kv-events', 'zmq']),
     // kv mode with a miss on a full cache weighed as 4 prompts instead of

@@ -113,6 +113,10 @@ async function runPoint(o, words) {
       const stale = await waitFresh(ngxs.map((_, f) => o.port + f), router, o);
       const res = await drive(o, wl, emu, ports, { ports: ngxs.map((_, f) => o.port + f) });
       res.stale_at_start = stale;
+      // policy=ttft: each frontend's weight of a request in flight at the
+      // end, and whether it was learned (ttft_decode=auto) or configured
+      const decode = (await Promise.all(ngxs.map((_, f) => kvrouteStatus(o.port + f)))).map(ttftDecode);
+      if (decode.some((d) => d)) res.ttft_decode = decode;
       return res;
     } finally {
       for (const ngx of ngxs) {
@@ -136,6 +140,15 @@ function kvrouteStatus(port) {
       res.on('end', () => resolve(res.statusCode === 200 ? b : ''));
     }).on('error', () => resolve(''));
   });
+}
+
+// the status page's kvroute_ttft_decode_tokens: { tokens, source }, or
+// null (not policy=ttft, or no page)
+function ttftDecode(text) {
+  const m = /^kvroute_ttft_decode_tokens\{[^}]*source="(\w+)"\} (\d+)$/m.exec(text || '');
+  if (!m) return null;
+  const fits = /^kvroute_ttft_decode_fits_total\{[^}]*\} (\d+)$/m.exec(text);
+  return Object.assign({ tokens: Number(m[2]), source: m[1] }, fits ? { fits: Number(fits[1]) } : {});
 }
 
 function staleServers(text) {
@@ -426,4 +439,4 @@ function medianOf(results) {
   return out;
 }
 
-module.exports = { LATENESS_LIMIT_MS, runPoint, medianOf, stopAll, singleTokenWords, staleServers, splitter };
+module.exports = { LATENESS_LIMIT_MS, runPoint, medianOf, stopAll, singleTokenWords, staleServers, ttftDecode, splitter };

@@ -106,6 +106,24 @@ function itlUpdate(p, sumUs, count) {
   p.count = count;
 }
 
+// ttft_decode=auto's learner (src/route/kvr_inflight_cost.c) in the same
+// WebAssembly, one of KVR_FLAT_LEARNERS slots taken in turn (a simulated
+// frontend at a time needs one): ended(engine, computed prompt tokens,
+// in flight when sent, seconds) returns the weight in use after it, 0
+// until the first fit
+const LEARNERS = 8;
+let nextLearner = 0;
+function learner() {
+  const e = load();
+  const k = nextLearner++ % LEARNERS;
+  if (e.kvr_flat_learn_init(k) !== 0) throw new Error('no learner');
+  return {
+    ended: (engine, computed, inflight, seconds) => e.kvr_flat_learn_ended(k, engine, computed, inflight, seconds),
+    learned: () => e.kvr_flat_learn_learned(k),
+    fits: () => e.kvr_flat_learn_fits(k),
+  };
+}
+
 // policy=ttft on the simulator's view; hostWeight: the host tier's blocks
 // after the GPU overlap (view.hostRun), 0 to ignore the tier; speedMs > 0:
 // the engines' speeds learned from their inter-token latency scraped every
@@ -163,4 +181,4 @@ function ttftSpec(spec) {
   return Object.assign({ name: `kvroute ttft+speed own=${spec}` }, metricsPolicy(own, decode));
 }
 
-module.exports = { pickFlat, flatten, ttftC, ttftMetrics, metricsPolicy, ttftSpec, itlUpdate, POLICY, HEAD, CAND, MAX };
+module.exports = { pickFlat, flatten, learner, ttftC, ttftMetrics, metricsPolicy, ttftSpec, itlUpdate, POLICY, HEAD, CAND, MAX };

@@ -78,11 +78,11 @@ for (const [name, m] of [['kvroute ttft+speed', C.metricsPolicy()],
 }
 
 // run only when --policies names it: ttft_decode learned from the
-// finished requests (sim/auto_decode.js; an experiment, §2.45)
+// finished requests (sim/auto_decode.js: ttft_decode=auto, §2.45-§2.46)
 const AUTO = 'kvroute ttft+speed auto-decode';
 if (v.policies && v.policies.split(',').includes(AUTO)) {
   POLICIES[AUTO] = () => require('./auto_decode').autoDecode();
-  KVROUTE[AUTO] = 'kvroute mode=kv metrics=on capacity=585, ttft_decode learned (not a module setting)';
+  KVROUTE[AUTO] = 'kvroute mode=kv metrics=on ttft_decode=auto capacity=585';
 }
 
 const EXTRA = new Set();

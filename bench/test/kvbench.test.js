@@ -330,3 +330,40 @@ test("a row records the nodes and frontend time its --emulator-arg set, not kvbe
   assert.equal(world.timing.decodeUsPerSeq, 2382);
   assert.notEqual(plain.frontend_us, 3450);
 });
+
+test('the status page\'s ttft_decode as a row records it: learned or configured, and the fits', () => {
+  const { ttftDecode } = require('../loadgen/run');
+  assert.equal(ttftDecode(''), null);
+  assert.equal(ttftDecode('kvroute_index_entries{zone="z"} 4\n'), null);
+  assert.deepEqual(ttftDecode('kvroute_ttft_decode_tokens{upstream="llm",source="configured"} 300\n'),
+    { tokens: 300, source: 'configured' });
+  assert.deepEqual(ttftDecode('kvroute_ttft_decode_tokens{upstream="llm",source="learned"} 1711\n' +
+    'kvroute_ttft_decode_requests_total{zone="z"} 190\nkvroute_ttft_decode_fits_total{zone="z"} 3\n'),
+  { tokens: 1711, source: 'learned', fits: 3 });
+});
+
+test('ttft_decode=auto through nginx: the module learns a low weight where a decode is nearly free, a high one where it is dear',
+  { skip: (!haveNginx && 'no nginx') || (!haveModule && 'no module (make all)') }, async () => {
+    const learned = async (decodeUs, base) => {
+      const r = await kvbench(['run', '--router', 'kvroute-kv-own50-decauto', '--workers', '3', '--prefixes', '7',
+        '--concurrency', '4', '--requests', '200', '--seed', '1', '--time-scale', '3', '--json',
+        '--port', String(base), '--base-port', String(base + 1), '--events-base-port', String(base + 5),
+        '--emulator-arg=--decode-us-per-seq', `--emulator-arg=${decodeUs}`]);
+      assert.equal(r.code, 0, r.stderr);
+      const j = JSON.parse(r.stdout.trim().split('\n').pop());
+      assert.equal(j.errors, 0);
+      assert.equal(j.ttft_decode.length, 1);
+      const d = j.ttft_decode[0];
+      // 200 requests: fits at 50, 100, 150 and 200 ended (most of them)
+      assert.equal(d.source, 'learned', JSON.stringify(d));
+      assert.ok(d.fits >= 2, JSON.stringify(d));
+      return d.tokens;
+    };
+    const base = 27000 + Math.floor(Math.random() * 200) * 10;
+    // the emulator's default decode adds 3.3 µs a sequence to a ~5 ms
+    // step; 4,000 µs makes each decoding request most of a step
+    const free = await learned(3.3, base);
+    const dear = await learned(4000, base);
+    assert.ok(free <= 450, `free ${free}`);
+    assert.ok(dear > 3 * free, `dear ${dear} against free ${free}`);
+  });

@@ -18,6 +18,7 @@
 #include "kvr_homes.h"
 #include "kvr_pins.h"
 #include "kvr_engine_load.h"
+#include "kvr_inflight_cost.h"
 #include "kvr_tokenizer.h"
 #include "kvr_chat.h"
 #include "kvr_keys.h"
@@ -26,6 +27,9 @@
 #define NGX_HTTP_KVROUTE_MAX_ROWS     64
 #define NGX_HTTP_KVROUTE_MAX_PEERS    KVR_INDEX_MAX_SLOTS
 #define NGX_HTTP_KVROUTE_MAX_RANKS    32   /* data-parallel, per server */
+
+/* ttft_decode=auto until check_params(): below any number it takes */
+#define NGX_HTTP_KVROUTE_DECODE_AUTO  -2
 
 /* a chat template adds markup: room beyond the body for its render */
 #define NGX_HTTP_KVROUTE_RENDER_EXTRA KVR_KEYS_RENDER_EXTRA
@@ -148,6 +152,7 @@ typedef struct {
                                                   /* kv: the GPU blocks a
                                                      tier's block spans
                                                      (0 or 1: one) */
+    kvr_inflight_cost_t              inflight_cost; /* ttft_decode=auto */
     ngx_atomic_t                     holder;      /* pid inside the lock */
     ngx_atomic_t                     wipes;       /* index started afresh */
     kvr_index_t                     *index;
@@ -251,6 +256,9 @@ typedef struct {
                                                         top of own */
     ngx_http_kvroute_port_t          metrics_port;  /* 0: the server's */
 
+    /* ttft_decode=auto: learned from the zone's ended requests */
+    ngx_uint_t                       decode_auto;
+
     /* not configuration: this process's, set once in init_process */
     ngx_http_kvroute_runtime_t      *runtime;
 } ngx_http_kvroute_srv_conf_t;
@@ -313,6 +321,8 @@ typedef struct {
     uint64_t                         start_usec;
     uint64_t                         decision_usec;
     ngx_uint_t                       max_tokens;  /* 0: not given */
+    uint32_t                         inflight;    /* at the chosen server,
+                                                     as the policy saw it */
     void                            *charge;      /* the balancer's peer
                                                      data, while charged */
 
@@ -326,6 +336,7 @@ typedef struct {
     void                            *pre_peer;    /* rr peer, or NULL */
     ngx_uint_t                       pre_reason;
     uint32_t                         pre_out_blocks;
+    uint32_t                         pre_inflight;
     u_char                           dp_rank_text[NGX_INT_T_LEN];
 
     unsigned                         has_dp_rank:1;

@@ -34,6 +34,16 @@ typedef struct {
 
     /* policy=ttft: its blocks pinned on the server, under the zone lock */
     kvr_pins_charge_t                  pinned;
+
+    /*
+     * ttft_decode=auto: what the try was sent with, for the learner when
+     * it ends; learn_slot -1: not the policy's choice, nothing to learn
+     */
+    ngx_http_request_t                *request;
+    ngx_int_t                          learn_slot;
+    uint64_t                           sent_usec;
+    uint32_t                           sent_computed;
+    uint32_t                           sent_inflight;
 } ngx_http_kvroute_peer_data_t;
 
 
@@ -107,6 +117,10 @@ static void ngx_http_kvroute_pins_gather(ngx_http_kvroute_srv_conf_t *kcf,
 static void ngx_http_kvroute_pin(ngx_http_kvroute_peer_data_t *kp, int slot,
     uint32_t out_blocks);
 static void ngx_http_kvroute_unpin(ngx_http_kvroute_peer_data_t *kp);
+static void ngx_http_kvroute_sent(ngx_http_kvroute_peer_data_t *kp,
+    ngx_int_t slot);
+static void ngx_http_kvroute_learn(ngx_http_kvroute_peer_data_t *kp,
+    ngx_uint_t state);
 static void ngx_http_kvroute_free_peer(ngx_peer_connection_t *pc,
     void *data, ngx_uint_t state);
 
@@ -165,6 +179,8 @@ ngx_http_kvroute_init_peer(ngx_http_request_t *r,
     kp->primaries = kp->rrp.peers;
     kp->charged_slot = -1;
     kp->pinned.slot = -1;
+    kp->request = r;
+    kp->learn_slot = -1;
 
     ctx->charge = kp;
 
@@ -227,6 +243,10 @@ ngx_http_kvroute_get_peer(ngx_peer_connection_t *pc, void *data)
     ngx_http_kvroute_charge(kp, cs.cache[chosen], ctx->overlap);
 
     ngx_http_kvroute_decided(pc, kp, reason);
+
+    if (reason != NGX_HTTP_KVROUTE_R_RANDOM) {
+        ngx_http_kvroute_sent(kp, cs.cache[chosen]);
+    }
 
     return NGX_OK;
 }
@@ -359,6 +379,7 @@ ngx_http_kvroute_pick_cached(ngx_http_kvroute_peer_data_t *kp,
     ngx_http_kvroute_unlock(kp->conf->zone);
 
     ctx->overlap = cs->overlap[chosen];
+    ctx->inflight = cs->cand[chosen].inflight;
     ctx->has_dp_rank = (cs->ranks[chosen] != NULL);
     ctx->dp_rank = cs->rank[chosen];
     *reason = ngx_http_kvroute_pick_reason(why);
@@ -377,6 +398,8 @@ ngx_http_kvroute_score(ngx_http_kvroute_peer_data_t *kp,
     kvr_demand_t                  demand;
     kvr_index_t                  *index;
     kvr_prefixes_t                px;
+    kvr_policy_conf_t             learned;
+    const kvr_policy_conf_t      *policy;
     ngx_http_kvroute_ctx_t       *ctx;
     ngx_http_kvroute_srv_conf_t  *kcf;
 
@@ -414,7 +437,17 @@ ngx_http_kvroute_score(ngx_http_kvroute_peer_data_t *kp,
     ngx_http_kvroute_engine_loads(kcf, cs->slots, cs->n, cs->cand,
                                   demand.tokens);
 
-    chosen = kvr_policy_pick(&kcf->policy, cs->cand, cs->n, &demand, why);
+    /* ttft_decode=auto: the weight learned so far, once there is one */
+
+    policy = &kcf->policy;
+
+    if (kcf->decode_auto && kcf->zone->sh->inflight_cost.weight > 0) {
+        learned = kcf->policy;
+        learned.ttft_decode = kcf->zone->sh->inflight_cost.weight;
+        policy = &learned;
+    }
+
+    chosen = kvr_policy_pick(policy, cs->cand, cs->n, &demand, why);
 
     *out_blocks = demand.out_blocks;
 
@@ -513,6 +546,7 @@ ngx_http_kvroute_predecide(ngx_http_request_t *r, ngx_http_kvroute_ctx_t *ctx)
     ctx->pre_reason = ngx_http_kvroute_pick_reason(why);
     ctx->pre_out_blocks = out_blocks;
     ctx->overlap = cs.overlap[chosen];
+    ctx->inflight = cs.cand[chosen].inflight;
     ctx->has_dp_rank = (cs.ranks[chosen] != NULL);
     ctx->dp_rank = cs.rank[chosen];
 }
@@ -990,7 +1024,84 @@ ngx_http_kvroute_free_peer(ngx_peer_connection_t *pc, void *data,
 
     ngx_http_kvroute_unpin(kp);
 
+    if (kp->learn_slot >= 0) {
+        ngx_http_kvroute_learn(kp, state);
+        kp->learn_slot = -1;
+    }
+
     ngx_http_upstream_free_round_robin_peer(pc, &kp->rrp, state);
+}
+
+
+/* ttft_decode=auto: what the learner needs of a try the policy chose */
+
+static void
+ngx_http_kvroute_sent(ngx_http_kvroute_peer_data_t *kp, ngx_int_t slot)
+{
+    uint64_t                 cached;
+    ngx_http_kvroute_ctx_t  *ctx;
+
+    if (!kp->conf->decode_auto || slot < 0) {
+        return;
+    }
+
+    ctx = kp->ctx;
+    cached = (uint64_t) ctx->overlap * kp->conf->block_size;
+
+    kp->learn_slot = slot;
+    kp->sent_usec = ngx_http_kvroute_usec();
+    kp->sent_computed = ctx->tokens > cached ? ctx->tokens - cached : 0;
+    kp->sent_inflight = ctx->inflight;
+}
+
+
+/*
+ * A try that ended: its time from send to end teaches the learner, when
+ * it is the engine's whole answer (a 200 the client took to the end): a
+ * failed try, an error status or a client that went away ends early and
+ * says nothing of the load
+ */
+
+static void
+ngx_http_kvroute_learn(ngx_http_kvroute_peer_data_t *kp, ngx_uint_t state)
+{
+    double                     seconds, weight;
+    uint64_t                   now;
+    ngx_int_t                  changed;
+    ngx_http_request_t        *r;
+    ngx_http_upstream_t       *u;
+    ngx_http_kvroute_zone_t   *zone;
+
+    r = kp->request;
+    u = r->upstream;
+
+    if ((state & NGX_PEER_FAILED) || u == NULL
+        || u->headers_in.status_n != NGX_HTTP_OK || r->connection->error)
+    {
+        return;
+    }
+
+    now = ngx_http_kvroute_usec();
+    seconds = now > kp->sent_usec ? (now - kp->sent_usec) / 1e6 : 0;
+
+    zone = kp->conf->zone;
+
+    ngx_http_kvroute_lock(zone);
+    changed = kvr_inflight_cost_ended(&zone->sh->inflight_cost,
+                                      (size_t) kp->learn_slot,
+                                      kp->sent_computed, kp->sent_inflight,
+                                      seconds);
+    weight = zone->sh->inflight_cost.weight;
+    ngx_http_kvroute_unlock(zone);
+
+    /* at most once in KVR_INFLIGHT_REFIT requests, and only on a change */
+
+    if (changed) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "kvroute: ttft_decode learned in zone \"%V\": %.0f "
+                      "prompt tokens a request in flight",
+                      &zone->shm_zone->shm.name, weight);
+    }
 }
 
 

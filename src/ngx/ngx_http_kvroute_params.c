@@ -53,6 +53,8 @@ static char *ngx_http_kvroute_set_uint32(ngx_conf_t *cf,
     ngx_http_kvroute_param_t *param, ngx_str_t *value, void *field);
 static char *ngx_http_kvroute_set_double(ngx_conf_t *cf,
     ngx_http_kvroute_param_t *param, ngx_str_t *value, void *field);
+static char *ngx_http_kvroute_set_decode(ngx_conf_t *cf,
+    ngx_http_kvroute_param_t *param, ngx_str_t *value, void *field);
 static char *ngx_http_kvroute_set_size(ngx_conf_t *cf,
     ngx_http_kvroute_param_t *param, ngx_str_t *value, void *field);
 static u_char *ngx_http_kvroute_size_text(u_char *p, size_t size);
@@ -169,7 +171,7 @@ static ngx_http_kvroute_param_t  ngx_http_kvroute_params[] = {
       &ngx_http_kvroute_weight_bounds },
 
     { ngx_string("ttft_decode"),
-      ngx_http_kvroute_set_double,
+      ngx_http_kvroute_set_decode,
       ngx_http_kvroute_param_offset(policy.ttft_decode),
       &ngx_http_kvroute_tokens_bounds },
 
@@ -495,6 +497,33 @@ ngx_http_kvroute_set_double(ngx_conf_t *cf, ngx_http_kvroute_param_t *param,
     *(double *) field = n;
 
     return NGX_CONF_OK;
+}
+
+
+/* ttft_decode=N, or auto: learned (NGX_HTTP_KVROUTE_DECODE_AUTO) */
+
+static char *
+ngx_http_kvroute_set_decode(ngx_conf_t *cf, ngx_http_kvroute_param_t *param,
+    ngx_str_t *value, void *field)
+{
+    if (value->len == 4 && ngx_strncmp(value->data, "auto", 4) == 0) {
+        *(double *) field = NGX_HTTP_KVROUTE_DECODE_AUTO;
+        return NGX_CONF_OK;
+    }
+
+    /* a word that is not a number was meant as one of the words */
+
+    if (value->len && (value->data[0] < '0' || value->data[0] > '9')
+        && value->data[0] != '.')
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid \"%V\" value \"%V\": expected a number "
+                           "of prompt tokens or \"auto\"",
+                           &param->name, value);
+        return NGX_CONF_ERROR;
+    }
+
+    return ngx_http_kvroute_set_double(cf, param, value, field);
 }
 
 

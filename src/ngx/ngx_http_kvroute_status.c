@@ -98,6 +98,8 @@ static u_char *ngx_http_kvroute_status_engine(u_char *p, u_char *last,
     ngx_uint_t backup);
 static u_char *ngx_http_kvroute_status_zone(u_char *p, u_char *last,
     ngx_http_kvroute_srv_conf_t *kcf);
+static u_char *ngx_http_kvroute_status_decode(u_char *p, u_char *last,
+    ngx_http_kvroute_srv_conf_t *kcf);
 static u_char *ngx_http_kvroute_status_lines(u_char *p, u_char *last,
     ngx_str_t *metrics, uint64_t *values, ngx_str_t *upstream,
     ngx_str_t *server, ngx_uint_t backup, ngx_int_t rank);
@@ -139,7 +141,10 @@ ngx_http_kvroute_status_handler(ngx_http_request_t *r)
         "# TYPE kvroute_decision_microseconds_total counter\n"
         "# TYPE kvroute_index_entries gauge\n"
         "# TYPE kvroute_index_capacity gauge\n"
-        "# TYPE kvroute_index_full_evictions_total counter\n";
+        "# TYPE kvroute_index_full_evictions_total counter\n"
+        "# TYPE kvroute_ttft_decode_tokens gauge\n"
+        "# TYPE kvroute_ttft_decode_requests_total counter\n"
+        "# TYPE kvroute_ttft_decode_fits_total counter\n";
 
     if (r->method != NGX_HTTP_GET && r->method != NGX_HTTP_HEAD) {
         return NGX_HTTP_NOT_ALLOWED;
@@ -267,6 +272,18 @@ ngx_http_kvroute_status_size(ngx_http_upstream_srv_conf_t *uscf)
                    "kvroute_index_capacity{zone=\"\"} \n"
                    "kvroute_index_full_evictions_total{zone=\"\"} \n") - 1
             + 3 * (zone + NGX_INT64_LEN);
+
+    if (kcf->policy.policy == KVR_POLICY_TTFT) {
+        size += sizeof("kvroute_ttft_decode_tokens{upstream=\"\","
+                       "source=\"configured\"} \n") - 1
+                + uscf->host.len + NGX_INT64_LEN;
+    }
+
+    if (kcf->decode_auto) {
+        size += sizeof("kvroute_ttft_decode_requests_total{zone=\"\"} \n"
+                       "kvroute_ttft_decode_fits_total{zone=\"\"} \n") - 1
+                + 2 * (zone + NGX_INT64_LEN);
+    }
 
     return size;
 }
@@ -589,7 +606,60 @@ ngx_http_kvroute_status_zone(u_char *p, u_char *last,
                      zname, stats.entries, zname, stats.capacity,
                      zname, stats.evictions_full);
 
-    return p;
+    return ngx_http_kvroute_status_decode(p, last, kcf);
+}
+
+
+/*
+ * policy=ttft: the weight of a request in flight in use; with
+ * ttft_decode=auto, learned once a fit gave one, and what it learned from
+ */
+
+static u_char *
+ngx_http_kvroute_status_decode(u_char *p, u_char *last,
+    ngx_http_kvroute_srv_conf_t *kcf)
+{
+    double                    weight;
+    uint64_t                  ended, fits;
+    ngx_str_t                *zname;
+    ngx_http_kvroute_zone_t  *zone;
+
+    if (kcf->policy.policy != KVR_POLICY_TTFT) {
+        return p;
+    }
+
+    zone = kcf->zone;
+    zname = &zone->shm_zone->shm.name;
+
+    ngx_http_kvroute_lock(zone);
+    weight = zone->sh->inflight_cost.weight;
+    ended = zone->sh->inflight_cost.ended;
+    fits = zone->sh->inflight_cost.fits;
+    ngx_http_kvroute_unlock(zone);
+
+    if (kcf->decode_auto && weight > 0) {
+        p = ngx_slprintf(p, last,
+                         "kvroute_ttft_decode_tokens{upstream=\"%V\","
+                         "source=\"learned\"} %uL\n",
+                         &kcf->upstream->host, (uint64_t) (weight + 0.5));
+
+    } else {
+        p = ngx_slprintf(p, last,
+                         "kvroute_ttft_decode_tokens{upstream=\"%V\","
+                         "source=\"configured\"} %uL\n",
+                         &kcf->upstream->host,
+                         (uint64_t) (kcf->policy.ttft_decode + 0.5));
+    }
+
+    if (!kcf->decode_auto) {
+        return p;
+    }
+
+    return ngx_slprintf(p, last,
+                        "kvroute_ttft_decode_requests_total{zone=\"%V\"} "
+                        "%uL\n"
+                        "kvroute_ttft_decode_fits_total{zone=\"%V\"} %uL\n",
+                        zname, ended, zname, fits);
 }
 
 

@@ -96,6 +96,8 @@ ngx_http_kvroute_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     zone->sh = sh;
     shpool->data = sh;
 
+    kvr_inflight_cost_init(&sh->inflight_cost);
+
     len = sizeof(" in kvroute zone \"\"") + shm_zone->shm.name.len;
 
     shpool->log_ctx = ngx_slab_alloc(shpool, len);
