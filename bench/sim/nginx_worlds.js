@@ -58,6 +58,8 @@ function main() {
           '--concurrency', String(concurrency), '--requests', v.requests, '--skip', v.skip,
           '--seed', String(seed), '--time-scale', '1', '--max-tokens', String(sw.maxTokens), '--json',
           '--frontends', v.frontends,
+          // the frontends on 18000, 18001, ...; the engines after them
+          '--port', '18000', '--base-port', String(18000 + Number(v.frontends)),
           ...(v.build ? ['--build', v.build] : []),
           ...sw.emulatorArgs.map((a) => `--emulator-arg=${a}`)];
         const t0 = Date.now();
