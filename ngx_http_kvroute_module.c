@@ -206,15 +206,15 @@ ngx_http_kvroute_check_params(ngx_conf_t *cf,
      * speeds, of the fastest engine's; without, of an engine of the
      * fleet's mean speed, which takes longer (BENCHMARKS §2.26); with
      * the speeds and the request's own output weighed, 300 rather than
-     * 600 shortens the tail at the same throughput (§2.40)
+     * 600 shortens the tail at the same throughput (§2.40).  With the
+     * speeds it is learned unless set (auto, kvr_inflight_cost.c): 300
+     * where a decode is nearly free, more where it slows every step, and
+     * 300 until the first fit (§2.46)
      */
 
-    /*
-     * auto: learned from the requests as they end (kvr_inflight_cost.c);
-     * the default holds until the first fit
-     */
-
-    if (kcf->policy.ttft_decode == NGX_HTTP_KVROUTE_DECODE_AUTO) {
+    if (kcf->policy.ttft_decode == NGX_HTTP_KVROUTE_DECODE_AUTO
+        || (kcf->policy.ttft_decode < 0 && kcf->metrics && kcf->metrics_speed))
+    {
         kcf->decode_auto = 1;
         kcf->policy.ttft_decode = -1;
     }

@@ -14,6 +14,7 @@ my $port = $ENV{TEST_NGINX_PORT} || 1984;
 $ENV{TEST_NGINX_F1} = $port + 41;       # fake engine "busy"
 $ENV{TEST_NGINX_F2} = $port + 42;       # fake engine "idle"
 $ENV{TEST_NGINX_DEAD} = 43;             # +43: nothing listens there
+$ENV{TEST_NGINX_F3} = $port + 44;       # fake engine that answers 503
 $ENV{TEST_NGINX_E1} = $port + 51;       # emulated engines, SGLang's names
 $ENV{TEST_NGINX_E2} = $port + 52;
 $ENV{TEST_NGINX_S1} = $port + 53;       # emulated engines: a fast node
@@ -332,5 +333,60 @@ Content-Type: application/json
 --- response_body_like eval
 [ qr/ok/, (qr/^engine F[12]$/) x 6,
   qr/kvroute_indexed_blocks\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX_F1}"\} [1-9](?s:.*)kvroute_engine_running_requests\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX_F1}"\} 50\n(?s:.*)kvroute_load_source\{upstream="llm",server="127\.0\.0\.1:$ENV{TEST_NGINX_F1}",source="own",reason="metrics_load_off"\} 1\n/ ]
+--- no_error_log
+[error]
+
+
+
+=== TEST 15: metrics=on learns ttft_decode by default: each ended request counted, 300 until a fit
+--- main_config eval: $::MainConfig
+--- http_config eval: ::upstream("metrics=on metrics_interval=100ms")
+--- config eval: $::Config
+--- more_headers
+Content-Type: application/json
+--- request eval: [ @::Requests ]
+--- response_body_like eval
+[ qr/ok/, (qr/^engine F2$/) x 6,
+  qr/kvroute_ttft_decode_tokens\{upstream="llm",source="configured"\} 300\nkvroute_ttft_decode_requests_total\{zone="kvroute_llm"\} 6\nkvroute_ttft_decode_fits_total\{zone="kvroute_llm"\} 0\n/ ]
+--- no_error_log
+[error]
+
+
+
+=== TEST 16: a ttft_decode set is kept: nothing learned
+--- main_config eval: $::MainConfig
+--- http_config eval: ::upstream("metrics=on metrics_interval=100ms ttft_decode=450")
+--- config eval: $::Config
+--- more_headers
+Content-Type: application/json
+--- request eval: [ @::Requests ]
+--- response_body_like eval
+[ qr/ok/, (qr/^engine F2$/) x 6,
+  qr/kvroute_ttft_decode_tokens\{upstream="llm",source="configured"\} 450\n(?!kvroute_ttft_decode_requests_total)/ ]
+--- no_error_log
+[error]
+
+
+
+=== TEST 17: ttft_decode=auto learns nothing from an error status
+--- main_config eval: $::MainConfig
+--- http_config
+upstream llm {
+    kvroute ttft_decode=auto;
+    server 127.0.0.1:$TEST_NGINX_F3;
+}
+server {
+    listen 127.0.0.1:$TEST_NGINX_F3;
+    location /v1/ { return 503 "busy\n"; }
+}
+--- config eval: $::Config
+--- more_headers
+Content-Type: application/json
+--- request eval: [ map({ "POST /v1/completions\n$_" } @::Prompts[0 .. 2]), "GET /kvroute_status" ]
+--- error_code eval
+[ 503, 503, 503, 200 ]
+--- response_body_like eval
+[ (qr/^busy$/) x 3,
+  qr/kvroute_ttft_decode_tokens\{upstream="llm",source="configured"\} 1200\nkvroute_ttft_decode_requests_total\{zone="kvroute_llm"\} 0\n/ ]
 --- no_error_log
 [error]

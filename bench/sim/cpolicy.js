@@ -159,18 +159,20 @@ const ttftC = (decode = 1200, evict = 2, wait = 40000, hostWeight = 0.75, speedM
   return pick;
 };
 
-// policy=ttft as `metrics=on` configures it in the module (its speeds
-// scraped every 500 ms, ttft_decode 300 (600 until 2026-12-05), ttft_own
-// 50: check_params in ngx_http_kvroute_module.c); own and decode to try
-// other values
+// policy=ttft as `metrics=on ttft_decode=300` configures it in the module
+// (its speeds scraped every 500 ms, ttft_own 50: check_params in
+// ngx_http_kvroute_module.c; 300 was metrics=on's default from 2026-12-05
+// to 2026-12-06, 600 before, and the learned weight since: auto_decode.js);
+// own and decode to try other values
 const ttftMetrics = (own = 50, decode = 300) => ttftC(decode, 2, 40000, 0.75, 500, own);
 
-// kvroute's policy with metrics=on at ttft_own / ttft_decode (a value left
-// out: the module's default), with the kvroute line it stands for (the
-// simulator's one fleet, 585 blocks): result rows name the configuration
-// from the same pair the simulator ran
+// kvroute's policy with metrics=on at ttft_own / ttft_decode (own left
+// out: the module's default; decode left out: 300, named in the line, as
+// the module's default is learned since 2026-12-06), with the kvroute
+// line it stands for (the simulator's one fleet, 585 blocks): result rows
+// name the configuration from the same pair the simulator ran
 function metricsPolicy(own, decode) {
-  const set = (own === undefined ? '' : ` ttft_own=${own}`) + (decode === undefined ? '' : ` ttft_decode=${decode}`);
+  const set = (own === undefined ? '' : ` ttft_own=${own}`) + ` ttft_decode=${decode === undefined ? 300 : decode}`;
   return { make: () => ttftMetrics(own, decode), kvroute: `kvroute mode=kv metrics=on${set} capacity=585` };
 }
 

@@ -40,7 +40,7 @@ const { parseGpus } = require('../emulator/options');
 const { DEFAULT_MAX_TOKENS } = require('../fidelity/model');
 
 const BASES = {
-  kvroute: C.metricsPolicy().make,   // the module's default with metrics=on
+  kvroute: C.metricsPolicy().make,   // metrics=on ttft_decode=300: the default until 2026-12-06
   dynamo: () => P.dynamoExact(),
   round_robin: () => P.roundRobin(),
 };
