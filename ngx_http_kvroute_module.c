@@ -215,7 +215,8 @@ ngx_http_kvroute_check_params(ngx_conf_t *cf,
     if (kcf->policy.ttft_decode == NGX_HTTP_KVROUTE_DECODE_AUTO
         || (kcf->policy.ttft_decode < 0 && kcf->metrics && kcf->metrics_speed))
     {
-        kcf->decode_auto = 1;
+        /* only policy=ttft weighs it: the others have nothing to learn */
+        kcf->decode_auto = (kcf->policy.policy == KVR_POLICY_TTFT);
         kcf->policy.ttft_decode = -1;
     }
 

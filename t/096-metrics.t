@@ -390,3 +390,17 @@ Content-Type: application/json
   qr/kvroute_ttft_decode_tokens\{upstream="llm",source="configured"\} 1200\nkvroute_ttft_decode_requests_total\{zone="kvroute_llm"\} 0\n/ ]
 --- no_error_log
 [error]
+
+
+
+=== TEST 18: another policy with metrics=on: the status page has no ttft_decode lines
+--- main_config eval: $::MainConfig
+--- http_config eval: ::upstream("metrics=on metrics_interval=100ms policy=dynamo")
+--- config eval: $::Config
+--- more_headers
+Content-Type: application/json
+--- request eval: [ @::Requests ]
+--- response_body_like eval
+[ qr/ok/, (qr/^engine F[12]$/) x 6, qr/^(?!(?s:.*)kvroute_ttft_decode_\w+\{)(?s:.*)kvroute_index_entries/ ]
+--- no_error_log
+[error]
