@@ -336,7 +336,6 @@ typedef struct {
     void                            *pre_peer;    /* rr peer, or NULL */
     ngx_uint_t                       pre_reason;
     uint32_t                         pre_out_blocks;
-    uint32_t                         pre_inflight;
     u_char                           dp_rank_text[NGX_INT_T_LEN];
 
     unsigned                         has_dp_rank:1;

@@ -28,6 +28,7 @@
 
 
 #include <math.h>
+#include <string.h>
 
 #include "kvr_inflight_cost.h"
 
@@ -39,26 +40,7 @@ static int kvr_inflight_cost_fit(const kvr_inflight_cost_t *ic,
 void
 kvr_inflight_cost_init(kvr_inflight_cost_t *ic)
 {
-    size_t  i, k;
-
-    ic->weight = 0;
-    ic->learned = 0;
-    ic->since = 0;
-    ic->ended = 0;
-    ic->fits = 0;
-    ic->changes = 0;
-
-    for (i = 0; i < KVR_INFLIGHT_SERVERS; i++) {
-        for (k = 0; k < 6; k++) {
-            ic->server[i].sxx[k] = 0;
-        }
-
-        for (k = 0; k < 3; k++) {
-            ic->server[i].sxy[k] = 0;
-        }
-
-        ic->server[i].rows = 0;
-    }
+    memset(ic, 0, sizeof(kvr_inflight_cost_t));
 }
 
 
