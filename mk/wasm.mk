@@ -22,6 +22,7 @@ $(WASM_OUT): $(WASM_SRCS) $(WASM_HDRS)
 	    -isystem /usr/include/wasm32-wasi -I$(TOP)/src/route \
 	    -L/usr/lib/wasm32-wasi -nostartfiles -Wl,--no-entry \
 	    -Wl,--export=kvr_flat_pick -Wl,--export=kvr_flat_buffer \
+	    -Wl,--export=kvr_flat_queued \
 	    -Wl,--export=kvr_flat_learn_init -Wl,--export=kvr_flat_learn_ended \
 	    -Wl,--export=kvr_flat_learn_learned -Wl,--export=kvr_flat_learn_fits \
 	    -o $@ $(WASM_SRCS) -lm

@@ -48,7 +48,8 @@ our $Types = join '', map { "# TYPE $_\n" } (
     'kvroute_index_full_evictions_total counter',
     'kvroute_ttft_decode_tokens gauge',
     'kvroute_ttft_decode_requests_total counter',
-    'kvroute_ttft_decode_fits_total counter');
+    'kvroute_ttft_decode_fits_total counter',
+    'kvroute_ttft_decode_queued_total counter');
 
 # upstream NAME PARAMETERS PRIMARIES BACKUPS: servers from $first on
 sub upstream {
@@ -88,7 +89,7 @@ sub upstream_lines {
     $re .= "kvroute_ttft_decode_tokens\\{upstream=\"\Q$name\E\","
          . "source=\"configured\"\\} 1200\\n" if $decode ne 'none';
     $re .= "kvroute_ttft_decode_$_\\{zone=\"\Q$zone\E\"\\} 0\\n"
-        for $decode eq 'auto' ? qw(requests_total fits_total) : ();
+        for $decode eq 'auto' ? qw(requests_total fits_total queued_total) : ();
     return $re;
 }
 

@@ -347,7 +347,7 @@ Content-Type: application/json
 --- request eval: [ @::Requests ]
 --- response_body_like eval
 [ qr/ok/, (qr/^engine F2$/) x 6,
-  qr/kvroute_ttft_decode_tokens\{upstream="llm",source="configured"\} 300\nkvroute_ttft_decode_requests_total\{zone="kvroute_llm"\} 6\nkvroute_ttft_decode_fits_total\{zone="kvroute_llm"\} 0\n/ ]
+  qr/kvroute_ttft_decode_tokens\{upstream="llm",source="configured"\} 300\nkvroute_ttft_decode_requests_total\{zone="kvroute_llm"\} 6\nkvroute_ttft_decode_fits_total\{zone="kvroute_llm"\} 0\nkvroute_ttft_decode_queued_total\{zone="kvroute_llm"\} 0\n/ ]
 --- no_error_log
 [error]
 
@@ -402,5 +402,20 @@ Content-Type: application/json
 --- request eval: [ @::Requests ]
 --- response_body_like eval
 [ qr/ok/, (qr/^engine F[12]$/) x 6, qr/^(?!(?s:.*)kvroute_ttft_decode_\w+\{)(?s:.*)kvroute_index_entries/ ]
+--- no_error_log
+[error]
+
+
+
+=== TEST 19: a request sent where the engine had no KV room for it is counted, not learned from
+--- main_config eval: $::MainConfig
+--- http_config eval: ::upstream("metrics=on metrics_interval=100ms capacity=1")
+--- config eval: $::Config
+--- more_headers
+Content-Type: application/json
+--- request eval: [ @::Requests ]
+--- response_body_like eval
+[ qr/ok/, (qr/^engine F[12]$/) x 6,
+  qr/kvroute_ttft_decode_requests_total\{zone="kvroute_llm"\} 0\nkvroute_ttft_decode_fits_total\{zone="kvroute_llm"\} 0\nkvroute_ttft_decode_queued_total\{zone="kvroute_llm"\} 6\n/ ]
 --- no_error_log
 [error]

@@ -6,7 +6,9 @@
 // C code (src/route/kvr_inflight_cost.c, through cpolicy.js's
 // WebAssembly), fed what the module feeds it as each request ends: the
 // engine, the prompt tokens it had to compute, the requests in flight
-// there when it was sent, and the seconds from send to end.
+// there when it was sent, the seconds from send to end, and whether the
+// engine had KV room for it when it was sent (a request without waited
+// in the engine's queue and is not learned from).
 
 const C = require('./cpolicy');
 
@@ -18,16 +20,21 @@ function autoDecode() {
   let fits = 0;
   let blockSize = 16;
   let policy = C.ttftMetrics(50, START);
+  const queued = new Map();   // request -> no KV room where it was sent
   const f = (view, q) => {
     blockSize = view.blockSize;
-    return policy(view, q);
+    const pick = policy(view, q);
+    queued.set(q, policy.queued);
+    return pick;
   };
   f.weights = [];   // every fit's weight, for the record
+  f.lastQueued = () => policy.queued;   // the last pick's: no KV room there
   // sim.js calls this as each request ends (rec: what it was sent with;
   // its times in ms)
   f.finished = (rec, q) => {
     const w = learn.ended(rec.engine, q.ids.length - rec.overlap * blockSize, rec.inflight,
-      (rec.end - rec.sent) / 1000);
+      (rec.end - rec.sent) / 1000, queued.get(q));
+    queued.delete(q);
     if (learn.fits() > fits) {
       fits = learn.fits();
       f.weights.push(Math.round(learn.learned()));

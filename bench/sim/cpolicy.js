@@ -27,13 +27,14 @@ function load() {
   return exportsOf;
 }
 
-// flat: Float64Array(HEAD + n * CAND); returns { pick, why }
+// flat: Float64Array(HEAD + n * CAND); returns { pick, why, queued (the
+// server picked had no KV room for the request: kvr_policy_waits) }
 function pickFlat(flat, n) {
   if (n < 1 || n > MAX || flat.length < HEAD + n * CAND) throw new Error('bad flat input');
   const e = load();
   new Float64Array(e.memory.buffer, e.kvr_flat_buffer(), HEAD + n * CAND).set(flat.subarray(0, HEAD + n * CAND));
   const r = e.kvr_flat_pick(0, n);
-  return { pick: r >> 3, why: r & 7 };
+  return { pick: r >> 3, why: r & 7, queued: e.kvr_flat_queued() === 1 };
 }
 
 // conf: {policy (name), blockSize, overlapWeight, balanceAbs, balanceRel,
@@ -109,8 +110,8 @@ function itlUpdate(p, sumUs, count) {
 // ttft_decode=auto's learner (src/route/kvr_inflight_cost.c) in the same
 // WebAssembly, one of KVR_FLAT_LEARNERS slots taken in turn (a simulated
 // frontend at a time needs one): ended(engine, computed prompt tokens,
-// in flight when sent, seconds) returns the weight in use after it, 0
-// until the first fit
+// in flight when sent, seconds, queued: no KV room there when sent)
+// returns the weight in use after it, 0 until the first fit
 const LEARNERS = 8;
 let nextLearner = 0;
 function learner() {
@@ -118,7 +119,8 @@ function learner() {
   const k = nextLearner++ % LEARNERS;
   if (e.kvr_flat_learn_init(k) !== 0) throw new Error('no learner');
   return {
-    ended: (engine, computed, inflight, seconds) => e.kvr_flat_learn_ended(k, engine, computed, inflight, seconds),
+    ended: (engine, computed, inflight, seconds, queued) =>
+      e.kvr_flat_learn_ended(k, engine, computed, inflight, seconds, queued ? 1 : 0),
     learned: () => e.kvr_flat_learn_learned(k),
     fits: () => e.kvr_flat_learn_fits(k),
   };
@@ -127,8 +129,10 @@ function learner() {
 // policy=ttft on the simulator's view; hostWeight: the host tier's blocks
 // after the GPU overlap (view.hostRun), 0 to ignore the tier; speedMs > 0:
 // the engines' speeds learned from their inter-token latency scraped every
-// speedMs
-const ttftC = (decode = 1200, evict = 2, wait = 40000, hostWeight = 0.75, speedMs = 0, own = 0) => (view, q) => {
+// speedMs. After each pick, .queued says whether the server had no KV
+// room for the request (what ttft_decode=auto's learner is told).
+const ttftC = (decode = 1200, evict = 2, wait = 40000, hostWeight = 0.75, speedMs = 0, own = 0) => {
+const f = (view, q) => {
   const record = ttftC.record === undefined ? (ttftC.record = recorder()) : ttftC.record;
   const es = view.engines;
   const bs = view.blockSize;
@@ -154,9 +158,12 @@ const ttftC = (decode = 1200, evict = 2, wait = 40000, hostWeight = 0.75, speedM
     random: [view.picks >>> 0, (view.picks * 2246822519) >>> 0] };
   const flat = flatten({ policy: 'ttft', blockSize: bs, ttftDecode: decode, ttftEvict: evict, ttftWait: wait,
     hostWeight, ttftOwn: own }, demand, cands);
-  const { pick } = pickFlat(flat, es.length);
+  const { pick, queued } = pickFlat(flat, es.length);
   if (record) record(flat, es.length, pick);
+  f.queued = queued;
   return pick;
+};
+return f;
 };
 
 // policy=ttft as `metrics=on ttft_decode=300` configures it in the module

@@ -122,6 +122,25 @@ test('floor tables: floor 4 compares approximate mode with kv mode point by poin
   assert.match(f4, /largest difference is 0\.070/);
 });
 
+test('robustness table: medians over seeds, p99 against the reference seed by seed, late runs counted', () => {
+  const { collect, table } = require('../robustness_table');
+  const fs = require('node:fs');
+  const os = require('node:os');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'robust-'));
+  const run = (router, seed, rps, p99, late, decode) => JSON.stringify({ scenario: 'zipf', router, seed,
+    row: { errors: router === 'dynamo' ? 1 : 0, emulator: { clock_ok: !late },
+      ttft_decode: decode ? [{ tokens: decode, source: 'learned' }] : undefined,
+      steady: { request_hit_rate: 0.5, ttft_p50_ms: 50, ttft_p99_ms: p99, requests_per_s: rps } } });
+  const f = path.join(dir, 'rows.jsonl');
+  fs.writeFileSync(f, [run('dynamo', 1, 10, 200), run('dynamo', 2, 12, 100), run('dynamo', 3, 11, 300),
+    run('kv', 1, 13, 100), run('kv', 2, 14, 150, true, 320), run('kv', 3, 16, 150, false, 300)].join('\n'));
+  const md = table(collect([f]), 'dynamo');
+  // Dynamo first; kv's medians 14 req/s and p99 150 against Dynamo's 11 and 200
+  assert.match(md, /\| skewed popularity[^|]*\| dynamo \| 50\.0% \| 50 \/ 200 \| 11\.00 \|/);
+  assert.match(md, /\| kv \| 50\.0% \| 50 \/ 150 \| 14\.00 \| 1\.27x \| 0\.75 \| 0\.50 \/ 1\.50 \/ 0\.50 \| 0 \| 1 of 3 \| - \/ 320 \/ 300 \|/);
+  assert.match(md, /\| dynamo [^\n]*\| 3 \| 0 of 3 \|/, 'errors summed over the seeds');
+});
+
 test('unknown policies are refused', () => {
   assert.throws(() => execFileSync(process.execPath, [MAIN, 'fastest'], { stdio: 'pipe' }),
     /unknown policy fastest/);
@@ -332,4 +351,42 @@ test('auto_decode.js: ttft_decode=auto (the module\'s C learner) stays low where
   const dear = learn(Object.assign(defaultParams(), { decodeUsPerSeq: 4000 }));
   assert.ok(free <= 450, `free ${free}`);
   assert.ok(dear > 2 * free, `dear ${dear} against ${free}`);
+});
+
+test('auto_decode.js: past the engines\' rate, requests that found no KV room are not learned from, so the weight does not climb', () => {
+  const { autoDecode } = require('../sim/auto_decode');
+  const { simWorld, defaultParams } = require('../fidelity/fit');
+  const { simulate } = require('../sim/sim');
+  const C = require('../sim/cpolicy');
+  // 3 engines of 585 blocks, 24 types at 24 requests/s: more arrive than
+  // they serve, and most requests wait for room
+  const run = (pol) => simulate(Object.assign({ workers: 3, prefixes: 24, concurrency: 16, requests: 480,
+    seed: 1, measureFrom: 96, rate: 24 }, simWorld(defaultParams())), pol);
+  let queued = 0;
+  let sent = 0;
+  const auto = autoDecode();
+  const counting = (view, q) => {
+    const pick = auto(view, q);
+    sent++;
+    // what the learner is told: the policy's own verdict on the pick
+    if (auto.lastQueued()) queued++;
+    return pick;
+  };
+  counting.finished = auto.finished;
+  const learned = run(counting);
+  assert.ok(queued > sent / 2, `${queued} of ${sent} sent without room`);
+  assert.ok(auto.weights.every((w) => w <= 450), `weights ${auto.weights}`);
+  // the same requests learned from: the weight climbs, and fewer prompts hit
+  const learnAll = C.learner();
+  let weight = 0;
+  let policy = C.ttftMetrics(50, 300);
+  const all = (view, q) => policy(view, q);
+  all.finished = (rec, q) => {
+    const w = learnAll.ended(rec.engine, q.ids.length - rec.overlap * 16, rec.inflight, (rec.end - rec.sent) / 1000, false);
+    if (w !== weight) { weight = w; policy = C.ttftMetrics(50, w); }
+  };
+  const climbed = run(all);
+  assert.ok(weight > 1000, `learned from every request: ${weight}`);
+  assert.ok(learned.cached_token_ratio > climbed.cached_token_ratio,
+    `${learned.cached_token_ratio} against ${climbed.cached_token_ratio}`);
 });

@@ -323,6 +323,8 @@ typedef struct {
     ngx_uint_t                       max_tokens;  /* 0: not given */
     uint32_t                         inflight;    /* at the chosen server,
                                                      as the policy saw it */
+    unsigned                         queued:1;    /* and it had no KV room
+                                                     for this request */
     void                            *charge;      /* the balancer's peer
                                                      data, while charged */
 

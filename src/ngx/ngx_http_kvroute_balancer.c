@@ -44,6 +44,7 @@ typedef struct {
     uint64_t                           sent_usec;
     uint32_t                           sent_computed;
     uint32_t                           sent_inflight;
+    unsigned                           sent_queued:1;
 } ngx_http_kvroute_peer_data_t;
 
 
@@ -379,7 +380,6 @@ ngx_http_kvroute_pick_cached(ngx_http_kvroute_peer_data_t *kp,
     ngx_http_kvroute_unlock(kp->conf->zone);
 
     ctx->overlap = cs->overlap[chosen];
-    ctx->inflight = cs->cand[chosen].inflight;
     ctx->has_dp_rank = (cs->ranks[chosen] != NULL);
     ctx->dp_rank = cs->rank[chosen];
     *reason = ngx_http_kvroute_pick_reason(why);
@@ -450,6 +450,9 @@ ngx_http_kvroute_score(ngx_http_kvroute_peer_data_t *kp,
     chosen = kvr_policy_pick(policy, cs->cand, cs->n, &demand, why);
 
     *out_blocks = demand.out_blocks;
+
+    ctx->inflight = cs->cand[chosen].inflight;
+    ctx->queued = kvr_policy_waits(&cs->cand[chosen], &demand);
 
     return chosen;
 }
@@ -546,7 +549,6 @@ ngx_http_kvroute_predecide(ngx_http_request_t *r, ngx_http_kvroute_ctx_t *ctx)
     ctx->pre_reason = ngx_http_kvroute_pick_reason(why);
     ctx->pre_out_blocks = out_blocks;
     ctx->overlap = cs.overlap[chosen];
-    ctx->inflight = cs.cand[chosen].inflight;
     ctx->has_dp_rank = (cs.ranks[chosen] != NULL);
     ctx->dp_rank = cs.rank[chosen];
 }
@@ -1052,6 +1054,7 @@ ngx_http_kvroute_sent(ngx_http_kvroute_peer_data_t *kp, ngx_int_t slot)
     kp->sent_usec = ngx_http_kvroute_usec();
     kp->sent_computed = ctx->tokens > cached ? ctx->tokens - cached : 0;
     kp->sent_inflight = ctx->inflight;
+    kp->sent_queued = ctx->queued;
 }
 
 
@@ -1090,7 +1093,7 @@ ngx_http_kvroute_learn(ngx_http_kvroute_peer_data_t *kp, ngx_uint_t state)
     changed = kvr_inflight_cost_ended(&zone->sh->inflight_cost,
                                       (size_t) kp->learn_slot,
                                       kp->sent_computed, kp->sent_inflight,
-                                      seconds);
+                                      seconds, kp->sent_queued);
     weight = zone->sh->inflight_cost.weight;
     ngx_http_kvroute_unlock(zone);
 

@@ -144,7 +144,8 @@ ngx_http_kvroute_status_handler(ngx_http_request_t *r)
         "# TYPE kvroute_index_full_evictions_total counter\n"
         "# TYPE kvroute_ttft_decode_tokens gauge\n"
         "# TYPE kvroute_ttft_decode_requests_total counter\n"
-        "# TYPE kvroute_ttft_decode_fits_total counter\n";
+        "# TYPE kvroute_ttft_decode_fits_total counter\n"
+        "# TYPE kvroute_ttft_decode_queued_total counter\n";
 
     if (r->method != NGX_HTTP_GET && r->method != NGX_HTTP_HEAD) {
         return NGX_HTTP_NOT_ALLOWED;
@@ -281,8 +282,9 @@ ngx_http_kvroute_status_size(ngx_http_upstream_srv_conf_t *uscf)
 
     if (kcf->decode_auto) {
         size += sizeof("kvroute_ttft_decode_requests_total{zone=\"\"} \n"
-                       "kvroute_ttft_decode_fits_total{zone=\"\"} \n") - 1
-                + 2 * (zone + NGX_INT64_LEN);
+                       "kvroute_ttft_decode_fits_total{zone=\"\"} \n"
+                       "kvroute_ttft_decode_queued_total{zone=\"\"} \n") - 1
+                + 3 * (zone + NGX_INT64_LEN);
     }
 
     return size;
@@ -612,7 +614,8 @@ ngx_http_kvroute_status_zone(u_char *p, u_char *last,
 
 /*
  * policy=ttft: the weight of a request in flight in use; with
- * ttft_decode=auto, learned once a fit gave one, and what it learned from
+ * ttft_decode=auto, learned once a fit gave one, what it learned from,
+ * and the requests it left out for having waited for KV room
  */
 
 static u_char *
@@ -620,7 +623,7 @@ ngx_http_kvroute_status_decode(u_char *p, u_char *last,
     ngx_http_kvroute_srv_conf_t *kcf)
 {
     double                    weight;
-    uint64_t                  ended, fits;
+    uint64_t                  ended, fits, queued;
     ngx_str_t                *zname;
     ngx_http_kvroute_zone_t  *zone;
 
@@ -635,6 +638,7 @@ ngx_http_kvroute_status_decode(u_char *p, u_char *last,
     weight = zone->sh->inflight_cost.weight;
     ended = zone->sh->inflight_cost.ended;
     fits = zone->sh->inflight_cost.fits;
+    queued = zone->sh->inflight_cost.queued;
     ngx_http_kvroute_unlock(zone);
 
     if (kcf->decode_auto && weight > 0) {
@@ -658,8 +662,10 @@ ngx_http_kvroute_status_decode(u_char *p, u_char *last,
     return ngx_slprintf(p, last,
                         "kvroute_ttft_decode_requests_total{zone=\"%V\"} "
                         "%uL\n"
-                        "kvroute_ttft_decode_fits_total{zone=\"%V\"} %uL\n",
-                        zname, ended, zname, fits);
+                        "kvroute_ttft_decode_fits_total{zone=\"%V\"} %uL\n"
+                        "kvroute_ttft_decode_queued_total{zone=\"%V\"} "
+                        "%uL\n",
+                        zname, ended, zname, fits, zname, queued);
 }
 
 

@@ -24,6 +24,8 @@
  * REFIT ended requests; a move of less than CHANGE is taken as noise.
  * The sums forget: a request's weight falls by 1/WINDOW with each one
  * after it, so a model or a context length that changes is learned anew.
+ * A request that found no KV room waited in the engine's queue, not
+ * behind decodes, and is left out (kvr_inflight_cost.h).
  */
 
 
@@ -46,7 +48,7 @@ kvr_inflight_cost_init(kvr_inflight_cost_t *ic)
 
 int
 kvr_inflight_cost_ended(kvr_inflight_cost_t *ic, size_t server,
-    double computed, double inflight, double seconds)
+    double computed, double inflight, double seconds, int queued)
 {
     double               keep, x[3], w;
     size_t               i, j, k;
@@ -59,6 +61,11 @@ kvr_inflight_cost_ended(kvr_inflight_cost_t *ic, size_t server,
         || !(inflight >= 0 && inflight <= 1e9)
         || !(seconds >= 0 && seconds <= KVR_INFLIGHT_MAX_SECONDS))
     {
+        return 0;
+    }
+
+    if (queued) {
+        ic->queued++;
         return 0;
     }
 

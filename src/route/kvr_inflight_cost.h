@@ -56,6 +56,8 @@ typedef struct {
     uint64_t            ended;      /* requests added, ever */
     uint64_t            fits;       /* fits that gave a weight */
     uint64_t            changes;    /* fits that moved it */
+    uint64_t            queued;     /* ended after waiting for KV room:
+                                       not learned from */
     kvr_inflight_fit_t  server[KVR_INFLIGHT_SERVERS];
 } kvr_inflight_cost_t;
 
@@ -71,9 +73,17 @@ void kvr_inflight_cost_init(kvr_inflight_cost_t *ic);
  * more than CHANGE or not at all.  Returns 1 when the weight in use
  * changed, 0 otherwise (also for input it cannot use: out of range, not
  * finite).
+ *
+ * queued: the server had no KV room for the request when it was sent
+ * (kvr_policy_waits()).  Its time is then mostly the engine's queue,
+ * which grows with every request in flight there whatever a decode
+ * costs; the policy weighs that wait apart (ttft_wait).  Learning from it
+ * would make the weight grow with overload, spread the prefixes and lose
+ * the hits that overload needs most (BENCHMARKS §2.47).  It is counted,
+ * not learned from.
  */
 int kvr_inflight_cost_ended(kvr_inflight_cost_t *ic, size_t server,
-    double computed, double inflight, double seconds);
+    double computed, double inflight, double seconds, int queued);
 
 /*
  * What one server's requests say a request in flight costs, in its prompt

@@ -691,8 +691,7 @@ kvr_policy_ttft_cost(const kvr_policy_conf_t *conf,
     const kvr_candidate_t *cand, const kvr_demand_t *demand,
     uint32_t max_overlap)
 {
-    double    bs, cached, uncached, cost, speed;
-    uint64_t  fresh;
+    double  bs, cached, uncached, cost, speed;
 
     bs = conf->block_size ? conf->block_size : 16;
     cached = kvr_policy_cached(conf, cand, bs);
@@ -717,16 +716,24 @@ kvr_policy_ttft_cost(const kvr_policy_conf_t *conf,
         cost += conf->ttft_evict * demand->tokens;
     }
 
-    fresh = demand->blocks > cand->pinned_own
-            ? demand->blocks - cand->pinned_own : 0;
-
-    if (cand->capacity
-        && cand->pinned + fresh + demand->out_blocks > cand->capacity)
-    {
+    if (kvr_policy_waits(cand, demand)) {
         cost += conf->ttft_wait;
     }
 
     return cost;
+}
+
+
+int
+kvr_policy_waits(const kvr_candidate_t *cand, const kvr_demand_t *demand)
+{
+    uint64_t  fresh;
+
+    fresh = demand->blocks > cand->pinned_own
+            ? demand->blocks - cand->pinned_own : 0;
+
+    return cand->capacity
+           && cand->pinned + fresh + demand->out_blocks > cand->capacity;
 }
 
 

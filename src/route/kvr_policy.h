@@ -139,6 +139,14 @@ size_t kvr_policy_pick(const kvr_policy_conf_t *conf,
 size_t kvr_policy_rendezvous(const kvr_candidate_t *cand, size_t n,
     uint64_t key, const double *cost, double limit);
 
+/*
+ * 1 when the blocks pinned on the candidate, the request's blocks not
+ * pinned there yet and its output exceed the candidate's capacity: the
+ * engine queues the request until one in flight ends (policy=ttft weighs
+ * it as ttft_wait); 0 otherwise, and when the capacity is not known
+ */
+int kvr_policy_waits(const kvr_candidate_t *cand, const kvr_demand_t *demand);
+
 /* parses "kvroute" / "dynamo" / "cost" / "ttft"; -1 when unknown */
 int kvr_policy_from_name(const char *name, size_t len);
 

@@ -42,10 +42,30 @@ feed(kvr_inflight_cost_t *ic, size_t server, int n, double per_token,
         y = 0.05 + per_token * c + per_request * k
             + noise * (2 * uniform() - 1);
 
-        changed += kvr_inflight_cost_ended(ic, server, c, k, y < 0 ? 0 : y);
+        changed += kvr_inflight_cost_ended(ic, server, c, k, y < 0 ? 0 : y, 0);
     }
 
     return changed;
+}
+
+
+/*
+ * n requests on server in an engine's queue: each waits 0.5 s for every
+ * request in flight ahead of it, its prompt a small part of its time
+ */
+static void
+feed_queued(kvr_inflight_cost_t *ic, size_t server, int n, int queued)
+{
+    int     i;
+    double  c, k;
+
+    for (i = 0; i < n; i++) {
+        c = floor(uniform() * 2400);
+        k = 4 + floor(uniform() * 20);
+
+        kvr_inflight_cost_ended(ic, server, c, k, 0.05 + 0.0001 * c + 0.5 * k,
+                                queued);
+    }
 }
 
 
@@ -59,7 +79,8 @@ near(double got, double want, double share)
 int
 main(void)
 {
-    double               r;
+    double               r, before;
+    size_t               s;
     kvr_inflight_cost_t  ic;
 
     /* one server: the slopes' ratio, exactly without noise */
@@ -144,7 +165,8 @@ main(void)
         kvr_inflight_cost_init(&one);
 
         for (i = 0; i < 100; i++) {
-            kvr_inflight_cost_ended(&one, 0, 2371, i % 8, 0.5 + 0.1 * (i % 8));
+            kvr_inflight_cost_ended(&one, 0, 2371, i % 8, 0.5 + 0.1 * (i % 8),
+                                    0);
         }
 
         tap_ok(!kvr_inflight_cost_server(&one.server[0], &r),
@@ -155,7 +177,7 @@ main(void)
 
         for (i = 0; i < 100; i++) {
             kvr_inflight_cost_ended(&one, 0, 100 * (i % 8), i % 8,
-                                    0.5 + 0.1 * (i % 8));
+                                    0.5 + 0.1 * (i % 8), 0);
         }
 
         tap_ok(!kvr_inflight_cost_server(&one.server[0], &r),
@@ -165,7 +187,7 @@ main(void)
 
         for (i = 0; i < 100; i++) {
             kvr_inflight_cost_ended(&one, 0, 300 * (i % 7), i % 5,
-                                    2 - 0.0001 * 300 * (i % 7));
+                                    2 - 0.0001 * 300 * (i % 7), 0);
         }
 
         tap_ok(!kvr_inflight_cost_server(&one.server[0], &r),
@@ -176,16 +198,51 @@ main(void)
     /* input it cannot use */
 
     kvr_inflight_cost_init(&ic);
-    tap_is(kvr_inflight_cost_ended(&ic, KVR_INFLIGHT_SERVERS, 10, 1, 1), 0,
+    tap_is(kvr_inflight_cost_ended(&ic, KVR_INFLIGHT_SERVERS, 10, 1, 1, 0), 0,
            "a server beyond the slots");
-    tap_is(kvr_inflight_cost_ended(&ic, 0, NAN, 1, 1), 0, "NaN tokens");
-    tap_is(kvr_inflight_cost_ended(&ic, 0, 10, -1, 1), 0, "negative load");
-    tap_is(kvr_inflight_cost_ended(&ic, 0, 10, 1, INFINITY), 0,
+    tap_is(kvr_inflight_cost_ended(&ic, 0, NAN, 1, 1, 0), 0, "NaN tokens");
+    tap_is(kvr_inflight_cost_ended(&ic, 0, 10, -1, 1, 0), 0,
+           "negative load");
+    tap_is(kvr_inflight_cost_ended(&ic, 0, 10, 1, INFINITY, 0), 0,
            "an infinite time");
     tap_is(kvr_inflight_cost_ended(&ic, 0, 10, 1,
-                                   KVR_INFLIGHT_MAX_SECONDS + 1), 0,
+                                   KVR_INFLIGHT_MAX_SECONDS + 1, 0), 0,
            "more than an hour");
-    tap_ok(ic.ended == 0 && ic.server[0].rows == 0, "none of them counted");
+    tap_ok(ic.ended == 0 && ic.server[0].rows == 0 && ic.queued == 0,
+           "none of them counted");
+
+    /*
+     * overload: requests that found no KV room wait in the engine's queue,
+     * a time that grows with every request ahead whatever a decode costs.
+     * Learned from, they would raise the weight; left out, the weight
+     * learned before holds
+     */
+
+    kvr_inflight_cost_init(&ic);
+
+    for (s = 0; s < 3; s++) {
+        feed(&ic, s, 100, 0.0001, 0.08, 0.002);
+    }
+
+    before = ic.weight;
+    tap_ok(near(before, 800, 0.25), "before overload: about 800 (got %.0f)",
+           before);
+
+    for (s = 0; s < 3; s++) {
+        feed_queued(&ic, s, 200, 1);
+    }
+
+    tap_ok(ic.weight == before && ic.queued == 600,
+           "600 queued requests: counted, the weight unmoved (%.0f)",
+           ic.weight);
+
+    for (s = 0; s < 3; s++) {
+        feed_queued(&ic, s, 200, 0);
+    }
+
+    tap_ok(ic.weight > 3 * before,
+           "the same requests learned from would raise it (got %.0f)",
+           ic.weight);
 
     /* the sums forget: the weight of a request is bounded */
 

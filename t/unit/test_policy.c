@@ -378,14 +378,17 @@ test_ttft(kvr_demand_t *d)
     c[0].pinned_own = 60;                       /* 450 + 40 + 1 */
     pick = kvr_policy_pick(&conf_ttft, c, 2, d, &why);
     tap_is(pick, 0, "ttft: room for the new blocks");
+    tap_is(kvr_policy_waits(&c[0], d), 0, "waits: room, exactly");
 
     c[0].pinned_own = 50;                       /* 450 + 50 + 1 > 500 */
     pick = kvr_policy_pick(&conf_ttft, c, 2, d, &why);
     tap_is(pick, 1, "ttft: no room: it would wait, so elsewhere");
+    tap_is(kvr_policy_waits(&c[0], d), 1, "waits: one block short");
 
     c[0].capacity = 0;
     pick = kvr_policy_pick(&conf_ttft, c, 2, d, &why);
     tap_is(pick, 0, "ttft: unknown capacity: no wait counted");
+    tap_is(kvr_policy_waits(&c[0], d), 0, "waits: not with unknown capacity");
 
     /* weight divides the time terms */
     reset(c, 2);

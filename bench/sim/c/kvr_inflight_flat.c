@@ -29,14 +29,14 @@ kvr_flat_learn_init(uint32_t k)
 
 double
 kvr_flat_learn_ended(uint32_t k, uint32_t server, double computed,
-    double inflight, double seconds)
+    double inflight, double seconds, uint32_t queued)
 {
     if (k >= KVR_FLAT_LEARNERS) {
         return -1;
     }
 
     (void) kvr_inflight_cost_ended(&kvr_flat_learners[k], server, computed,
-                                   inflight, seconds);
+                                   inflight, seconds, queued != 0);
 
     return kvr_flat_learners[k].weight;
 }

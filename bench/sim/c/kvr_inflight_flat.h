@@ -19,11 +19,12 @@
 double kvr_flat_learn_init(uint32_t k);
 
 /*
- * a request ended on server; returns the weight in use after it (0: none
- * learned yet), or -1
+ * a request ended on server (queued: it found no KV room there when sent,
+ * kvr_flat_queued()); returns the weight in use after it (0: none learned
+ * yet), or -1
  */
 double kvr_flat_learn_ended(uint32_t k, uint32_t server, double computed,
-    double inflight, double seconds);
+    double inflight, double seconds, uint32_t queued);
 
 /* the last fit's weight (0: none yet), or -1 */
 double kvr_flat_learn_learned(uint32_t k);

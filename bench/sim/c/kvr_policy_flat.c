@@ -26,6 +26,7 @@
 
 
 static double  kvr_flat_in[KVR_FLAT_SIZE(KVR_FLAT_MAX)];
+static int     kvr_flat_last_queued = -1;
 
 
 double *
@@ -107,5 +108,14 @@ kvr_flat_pick(const double *in, uint32_t n)
 
     pick = kvr_policy_pick(&conf, cand, n, &d, &why);
 
+    kvr_flat_last_queued = kvr_policy_waits(&cand[pick], &d);
+
     return (int) (pick * 8 + why);
+}
+
+
+int
+kvr_flat_queued(void)
+{
+    return kvr_flat_last_queued;
 }

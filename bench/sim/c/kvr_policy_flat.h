@@ -23,5 +23,11 @@ double *kvr_flat_buffer(void);
 /* in: NULL for the buffer; returns pick * 8 + why, or -1 */
 int kvr_flat_pick(const double *in, uint32_t n);
 
+/*
+ * whether the last pick's server had no KV room for the request
+ * (kvr_policy_waits()): 1 or 0, -1 before any pick
+ */
+int kvr_flat_queued(void);
+
 
 #endif /* _KVR_POLICY_FLAT_H_INCLUDED_ */
