@@ -14,7 +14,9 @@ const C = require('./cpolicy');
 
 const START = 300;        // metrics=on's ttft_decode until a fit
 
-function autoDecode() {
+// everyQueued: learn from the requests sent without KV room too (the
+// module until 2026-12-06, BENCHMARKS §2.47), for comparison
+function autoDecode({ everyQueued = false } = {}) {
   const learn = C.learner();
   let weight = 0;
   let fits = 0;
@@ -33,7 +35,7 @@ function autoDecode() {
   // its times in ms)
   f.finished = (rec, q) => {
     const w = learn.ended(rec.engine, q.ids.length - rec.overlap * blockSize, rec.inflight,
-      (rec.end - rec.sent) / 1000, queued.get(q));
+      (rec.end - rec.sent) / 1000, !everyQueued && queued.get(q));
     queued.delete(q);
     if (learn.fits() > fits) {
       fits = learn.fits();

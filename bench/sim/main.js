@@ -14,7 +14,10 @@
 // ttft_c[:DECODE:EVICT:WAIT:HOST:SPEED_MS:OWN] (the module's policy=ttft itself, in
 // WebAssembly: bench/sim/cpolicy.js, make policy-wasm);
 // kvroute+admit and cost+admit add src/route/kvr_policy.c's
-// admission check
+// admission check; auto_decode (policy=ttft as metrics=on configures it,
+// ttft_decode learned: bench/sim/auto_decode.js, a learner afresh each
+// seed) and auto_decode:all (learning from requests sent without KV room
+// too, as the module did until 2026-12-06)
 // One JSON line a policy: the mean of each figure over the seeds.
 
 require('./clock');   // before the emulator's modules use any timer
@@ -43,6 +46,7 @@ function policyOf(spec, timing) {
     case 'room': return P.roomCost(...n);
     case 'ttft_c': return require('./cpolicy').ttftC(...n);
     case 'kvroute+admit': return P.admitted(P.kvroute(...n));
+    case 'auto_decode': return require('./auto_decode').autoDecode({ everyQueued: a[0] === 'all' });
     default: throw new Error(`unknown policy ${name}`);
   }
 }
@@ -78,9 +82,12 @@ function main() {
   const seeds = v.seeds.split(',').map(Number);
   if (positionals.length === 0) throw new Error('name at least one policy');
   for (const spec of positionals) {
-    const policy = policyOf(spec, timing);
+    // a learning policy starts afresh each seed; the others as they were
+    const fresh = spec.startsWith('auto_decode');
+    const shared = fresh ? null : policyOf(spec, timing);
     const sum = {};
     for (const seed of seeds) {
+      const policy = shared || policyOf(spec, timing);
       const r = simulate({ workers: Number(v.workers), prefixes: Number(v.prefixes),
         concurrency: Number(v.concurrency), requests: Number(v.requests), seed,
         measureFrom: Number(v['measure-from']), rate: Number(v.rate), timing, gpus: parseGpus(v.gpus),
