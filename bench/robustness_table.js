@@ -23,11 +23,7 @@ const SCENARIOS = [
   ['engine-scale', 'unequal engines (`--prefixes 12 --engine-scale 1,1,1,1,0.5,0.5`)'],
 ];
 
-const median = (xs) => {
-  const a = xs.filter((x) => typeof x === 'number' && Number.isFinite(x)).sort((x, y) => x - y);
-  if (!a.length) return null;
-  return a.length % 2 ? a[(a.length - 1) / 2] : (a[a.length / 2 - 1] + a[a.length / 2]) / 2;
-};
+const { median } = require('./floor_tables');
 
 function fmt(x, digits) {
   return x === null || x === undefined ? '' : x.toFixed(digits);
@@ -115,4 +111,4 @@ function main() {
 
 if (require.main === module) main();
 
-module.exports = { collect, table, median };
+module.exports = { collect, table };

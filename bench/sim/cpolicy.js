@@ -132,38 +132,38 @@ function learner() {
 // speedMs. After each pick, .queued says whether the server had no KV
 // room for the request (what ttft_decode=auto's learner is told).
 const ttftC = (decode = 1200, evict = 2, wait = 40000, hostWeight = 0.75, speedMs = 0, own = 0) => {
-const f = (view, q) => {
-  const record = ttftC.record === undefined ? (ttftC.record = recorder()) : ttftC.record;
-  const es = view.engines;
-  const bs = view.blockSize;
-  const out = Math.ceil(view.maxTokens / bs);
-  const overlaps = es.map((e) => view.overlap(e, q));
-  const longest = Math.max(...overlaps);
-  const speeds = speedMs > 0 ? itlSpeeds(view, speedMs) : null;
-  const cands = es.map((e) => {
-    let own = 0;
-    for (const k of q.blockKeys) if (e.dyn.activeBlocks.has(k)) own++;
-    return {
-      overlap: overlaps[e.index], inflight: e.inflight, inflightTokens: e.inflightTokens,
-      inflightPrefill: e.dyn.pendingPrefill, id: [e.index + 1, ((e.index + 1) * 2654435761) >>> 0],
-      weight: 1, capacity: view.capacity,
-      // the module counts prefixes only where the prompt's longest is not
-      prefixes: longest && overlaps[e.index] === longest ? 0 : view.held(e),
-      pinned: e.dyn.activeBlocks.size + e.inflight * out, pinnedOwn: own,
-      overlapHost: hostWeight > 0 && view.hostRun ? view.hostRun(e, q, overlaps[e.index]) : 0,
-      speed: speeds ? speeds[e.index] : 1,
-    };
-  });
-  const demand = { blocks: q.blockKeys.length, tokens: q.ids.length, outBlocks: out,
-    random: [view.picks >>> 0, (view.picks * 2246822519) >>> 0] };
-  const flat = flatten({ policy: 'ttft', blockSize: bs, ttftDecode: decode, ttftEvict: evict, ttftWait: wait,
-    hostWeight, ttftOwn: own }, demand, cands);
-  const { pick, queued } = pickFlat(flat, es.length);
-  if (record) record(flat, es.length, pick);
-  f.queued = queued;
-  return pick;
-};
-return f;
+  const f = (view, q) => {
+    const record = ttftC.record === undefined ? (ttftC.record = recorder()) : ttftC.record;
+    const es = view.engines;
+    const bs = view.blockSize;
+    const out = Math.ceil(view.maxTokens / bs);
+    const overlaps = es.map((e) => view.overlap(e, q));
+    const longest = Math.max(...overlaps);
+    const speeds = speedMs > 0 ? itlSpeeds(view, speedMs) : null;
+    const cands = es.map((e) => {
+      let own = 0;
+      for (const k of q.blockKeys) if (e.dyn.activeBlocks.has(k)) own++;
+      return {
+        overlap: overlaps[e.index], inflight: e.inflight, inflightTokens: e.inflightTokens,
+        inflightPrefill: e.dyn.pendingPrefill, id: [e.index + 1, ((e.index + 1) * 2654435761) >>> 0],
+        weight: 1, capacity: view.capacity,
+        // the module counts prefixes only where the prompt's longest is not
+        prefixes: longest && overlaps[e.index] === longest ? 0 : view.held(e),
+        pinned: e.dyn.activeBlocks.size + e.inflight * out, pinnedOwn: own,
+        overlapHost: hostWeight > 0 && view.hostRun ? view.hostRun(e, q, overlaps[e.index]) : 0,
+        speed: speeds ? speeds[e.index] : 1,
+      };
+    });
+    const demand = { blocks: q.blockKeys.length, tokens: q.ids.length, outBlocks: out,
+      random: [view.picks >>> 0, (view.picks * 2246822519) >>> 0] };
+    const flat = flatten({ policy: 'ttft', blockSize: bs, ttftDecode: decode, ttftEvict: evict, ttftWait: wait,
+      hostWeight, ttftOwn: own }, demand, cands);
+    const { pick, queued } = pickFlat(flat, es.length);
+    if (record) record(flat, es.length, pick);
+    f.queued = queued;
+    return pick;
+  };
+  return f;
 };
 
 // policy=ttft as `metrics=on ttft_decode=300` configures it in the module
