@@ -65,6 +65,9 @@ function routerTable(top, build, opts = {}) {
     'kvroute-approx-metrics': kv('mode=approx metrics=on ttft_decode=600'),
     // and with today's default, ttft_decode 300 (BENCHMARKS §2.40)
     'kvroute-approx-metrics-dec300': kv('mode=approx metrics=on ttft_decode=300'),
+    // and with the weight learned from the requests as they end, as
+    // metrics=on gives it since 2026-12-06 (BENCHMARKS §2.46-§2.48)
+    'kvroute-approx-metrics-decauto': kv('mode=approx metrics=on metrics_speed=on ttft_decode=auto ttft_own=50'),
     'kvroute-rules': kv('mode=approx policy=kvroute'),
     'kvroute-dynamo': kv('mode=approx policy=dynamo'),
     'kvroute-cost': kv('mode=approx policy=cost'),
